@@ -1,0 +1,27 @@
+"""The repair engine: turns any tool-call history a real agent framework produces into one every strict
+provider accepts, changing nothing that was already valid.
+
+    result = repair(body, recall=memory_lookup, profile="openai", policy=Policy(orphans="synthesize"))
+    if result.rejected: ...        # policy "reject": answer 400, forward nothing
+    elif result.changed: ...       # forward result.body (re-serialized)
+    else: ...                      # forward the client's original bytes
+"""
+
+from proxy.repair.engine import Result, repair
+from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, Policy
+from proxy.repair.history import orphan_call_ids
+from proxy.repair.profiles import PROFILES, Profile, get_profile
+
+__all__ = [
+    "DEFAULT_PLACEHOLDER",
+    "DEFAULT_PLACEHOLDER_NAME",
+    "ORPHAN_POLICIES",
+    "PROFILES",
+    "Finding",
+    "Policy",
+    "Profile",
+    "Result",
+    "get_profile",
+    "orphan_call_ids",
+    "repair",
+]

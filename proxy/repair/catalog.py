@@ -1,0 +1,59 @@
+"""The rules as documentation: code, name, provider ids, summary and the Bad/Good example of each.
+
+The examples live in each rule's docstring (one JSON message per line); the tests run every one of them
+through the engine, and ``toolmend check --list-rules`` prints the table the README carries.
+"""
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from proxy.repair.profiles import PROFILES
+from proxy.repair.rules import UNIVERSAL
+
+SECTIONS = ("Bad:", "Recalled:", "Good:")
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    code: str
+    name: str
+    answers: tuple[str, ...]
+    summary: str
+    bad: list[Any]
+    recalled: list[dict[str, Any]]
+    good: list[Any] | None  # None: the example is rejected, not repaired
+    profile: str | None = None
+
+
+def describe(rule: ModuleType, profile: str | None = None) -> RuleDoc:
+    doc = rule.__doc__ or ""
+    summary = " ".join(doc.split("\n\n")[0].split())
+    sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
+    current = None
+    for line in doc.splitlines():
+        if line.strip() in SECTIONS:
+            current = line.strip()
+        elif current and line.startswith("    ") and line.strip():
+            sections[current].append(line.strip())
+    good_lines = sections["Good:"]
+    good = None if good_lines == ["(rejected)"] else [orjson.loads(line) for line in good_lines]
+    return RuleDoc(
+        code=rule.RULE.code,
+        name=rule.RULE.name,
+        answers=rule.RULE.answers,
+        summary=summary,
+        bad=[orjson.loads(line) for line in sections["Bad:"]],
+        recalled=[orjson.loads(line) for line in sections["Recalled:"]],
+        good=good,
+        profile=profile,
+    )
+
+
+def all_rules() -> list[RuleDoc]:
+    docs = [describe(rule) for rule in UNIVERSAL]
+    for name, profile in PROFILES.items():
+        docs += [describe(rule, name) for rule in profile.rules]
+    return docs

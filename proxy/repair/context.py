@@ -1,0 +1,57 @@
+"""The working state one repair pass shares between the rules."""
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from proxy.repair.findings import Finding, Policy
+from proxy.repair.history import Message
+from proxy.repair.rule import Rule
+from proxy.turns import Turn
+
+Recall = Callable[[list[str]], Mapping[str, Turn]]
+
+
+class Context:
+    """The message list being repaired, the findings so far, and what the rules may consult.
+
+    Rules mutate ``messages`` in place. ``origin`` maps each message object of the request (by identity)
+    to its index as the client sent it, so findings point at the client's numbering even after earlier
+    rules inserted or moved messages.
+    """
+
+    def __init__(self, messages: list[Message], tools: Any, recall: Recall, policy: Policy) -> None:
+        self.messages = messages
+        self.tools = tools
+        self.recall = recall
+        self.policy = policy
+        self.findings: list[Finding] = []
+        self.rejected: Finding | None = None
+        self.origin = {id(message): index for index, message in enumerate(messages)}
+
+    def index_of(self, message: Any, fallback: int = 0) -> int:
+        return self.origin.get(id(message), fallback)
+
+    def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0) -> None:
+        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, detail))
+
+    def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:
+        self.report(rule, message, "rejected", detail, position)
+        self.rejected = self.findings[-1]
+
+    def tool_names(self) -> list[str]:
+        """Names of the function tools the request declares, in order."""
+        names = []
+        if type(self.tools) is list:
+            for tool in self.tools:
+                function = tool.get("function") if type(tool) is dict else None
+                if type(function) is dict and type(function.get("name")) is str:
+                    names.append(function["name"])
+        return names
+
+
+def stable_id(*parts: object, prefix: str = "call_") -> str:
+    """A short deterministic call id: the same history always gets the same id, so repairs are idempotent
+    and a client that replays a repaired history sends the same ids again."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+    return prefix + digest[:24]

@@ -1,0 +1,109 @@
+"""A small vocabulary for reading a message list: call turns, tool blocks, declared ids.
+
+A *call turn* is an assistant message with a non-empty ``tool_calls`` list. Its *block* is the run of
+``tool`` messages directly after it; rule S1 wants exactly one result per declared id in that block.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+Message = dict[str, Any]
+
+
+def is_call_turn(message: Any) -> bool:
+    return (
+        type(message) is dict
+        and message.get("role") == "assistant"
+        and type(message.get("tool_calls")) is list
+        and len(message["tool_calls"]) > 0
+    )
+
+
+def is_tool(message: Any) -> bool:
+    return type(message) is dict and message.get("role") == "tool"
+
+
+def is_assistant(message: Any) -> bool:
+    return type(message) is dict and message.get("role") == "assistant"
+
+
+def call_id(call: Any) -> str | None:
+    if type(call) is dict:
+        value = call.get("id")
+        if type(value) is str and value:
+            return value
+    return None
+
+
+def call_name(call: Any) -> str | None:
+    if type(call) is dict:
+        function = call.get("function")
+        if type(function) is dict and type(function.get("name")) is str and function["name"]:
+            return function["name"]
+    return None
+
+
+def declared_ids(message: Message) -> list[str]:
+    """The call ids an assistant message declares, in order."""
+    ids = []
+    for call in message.get("tool_calls") or ():
+        cid = call_id(call)
+        if cid is not None:
+            ids.append(cid)
+    return ids
+
+
+def result_id(message: Message) -> str | None:
+    value = message.get("tool_call_id")
+    return value if type(value) is str and value else None
+
+
+def all_declared_ids(messages: list[Message]) -> set[str]:
+    return {cid for message in messages if is_call_turn(message) for cid in declared_ids(message)}
+
+
+def block_end(messages: list[Message], turn_index: int) -> int:
+    """The index just past the tool block that follows the call turn at ``turn_index``."""
+    end = turn_index + 1
+    while end < len(messages) and is_tool(messages[end]):
+        end += 1
+    return end
+
+
+def call_turns(messages: list[Message]) -> Iterator[int]:
+    """Indexes of the call turns, safe against the list growing or shrinking after the current turn."""
+    index = 0
+    while index < len(messages):
+        if is_call_turn(messages[index]):
+            yield index
+        index += 1
+
+
+def is_empty_content(content: Any) -> bool:
+    return content is None or content == "" or content == []
+
+
+def orphan_call_ids(messages: Any) -> list[str]:
+    """The ``tool_call_id`` of every tool message whose call is declared nowhere in the request (S2).
+
+    These are the ids worth recalling from memory; the server looks them up before calling ``repair``.
+    """
+    if type(messages) is not list:
+        return []
+    declared = all_declared_ids(messages)
+    orphans = []
+    for message in messages:
+        if is_tool(message):
+            rid = result_id(message)
+            if rid is not None and rid not in declared and rid not in orphans:
+                orphans.append(rid)
+    return orphans
+
+
+def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:
+    """Every call object of every assistant message: (message position, message, call number, call)."""
+    for position, message in enumerate(messages):
+        if message.get("role") == "assistant" and type(message.get("tool_calls")) is list:
+            for number, call in enumerate(message["tool_calls"]):
+                if type(call) is dict:
+                    yield position, message, number, call

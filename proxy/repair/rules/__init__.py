@@ -1,0 +1,50 @@
+"""The universal repair rules, in the order they run.
+
+Order matters: shape rules first (so the structural rules can trust ids and names), then the id rules,
+then the orphan rule (which needs every declared id), then the block rules, and cleanup last. Each rule
+is one module with ``RULE`` (code, name, provider rule ids), a Bad/Good docstring and ``apply(ctx)``.
+"""
+
+from proxy.repair.rules import (
+    duplicate_call_id,
+    duplicate_tool_result,
+    empty_assistant_message,
+    empty_tool_calls,
+    interleaved_message,
+    invalid_arguments,
+    legacy_function_call,
+    long_call_id,
+    malformed_message,
+    malformed_tool_call,
+    misplaced_tool_result,
+    missing_call_type,
+    object_arguments,
+    orphan_tool_message,
+    split_parallel_turn,
+    tool_content_type,
+    tool_image_parts,
+    tool_result_without_id,
+    unanswered_tool_call,
+)
+
+UNIVERSAL = (
+    malformed_message,
+    legacy_function_call,
+    empty_tool_calls,
+    malformed_tool_call,
+    missing_call_type,
+    object_arguments,
+    invalid_arguments,
+    tool_content_type,
+    tool_result_without_id,
+    split_parallel_turn,
+    duplicate_call_id,
+    orphan_tool_message,
+    interleaved_message,
+    misplaced_tool_result,
+    duplicate_tool_result,
+    unanswered_tool_call,
+    tool_image_parts,
+    empty_assistant_message,
+    long_call_id,
+)

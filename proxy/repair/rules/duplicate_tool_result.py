@@ -1,0 +1,53 @@
+r"""Two tool messages answering the same call (a framework's placeholder next to the real result, a
+retried tool, a replayed block).
+
+Kimi, Mistral and LiteLLM's pre-flight check reject it. One result is kept: a real result wins over an
+empty or placeholder one; identical results keep the first; two different real results are merged into
+the first, joined by a blank line, so neither is lost. Answers S5, MI-3, KI-3.
+
+Bad:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "[toolmend] No result: this tool call was not executed or its result was lost."}
+    {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+Good:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+"""
+
+from proxy.repair.content import as_text
+from proxy.repair.context import Context
+from proxy.repair.history import Message, is_tool, result_id
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM108", "duplicate-tool-result", ("S5", "MI-3", "KI-3"))
+
+
+def apply(ctx: Context) -> None:
+    first: dict[str, Message] = {}
+    position = 0
+    while position < len(ctx.messages):
+        message = ctx.messages[position]
+        rid = result_id(message) if is_tool(message) else None
+        if rid is None or rid not in first:
+            if rid is not None:
+                first[rid] = message
+            position += 1
+            continue
+        kept = first[rid]
+        if _is_placeholder(ctx, kept) and not _is_placeholder(ctx, message):
+            kept["content"] = message.get("content")
+            action = "replaced placeholder with the real result"
+        elif _is_placeholder(ctx, message) or as_text(message.get("content")) == as_text(kept.get("content")):
+            action = "removed duplicate"
+        else:
+            kept["content"] = as_text(kept.get("content")) + "\n\n" + as_text(message.get("content"))
+            action = "merged two different results"
+        del ctx.messages[position]
+        ctx.report(RULE, message, "removed", f"second result of {rid}: {action}", position)
+
+
+def _is_placeholder(ctx: Context, message: Message) -> bool:
+    content = message.get("content")
+    return content is None or content == "" or content == ctx.policy.placeholder

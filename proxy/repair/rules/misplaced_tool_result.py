@@ -1,0 +1,51 @@
+r"""A tool result that sits outside its call's block: before the call, after a later turn, or in another
+turn's block (persistence races, snapshot merges).
+
+The result moves to the end of the block of the assistant message that declares its id.
+Answers S1, S2, OAI-1, AN-2, MM-1.
+
+Bad:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "assistant", "content": "Checking."}
+    {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+Good:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+    {"role": "assistant", "content": "Checking."}
+"""
+
+from proxy.repair.context import Context
+from proxy.repair.history import Message, declared_ids, is_call_turn, is_tool, result_id
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-1"))
+
+
+def apply(ctx: Context) -> None:
+    owner = {cid: id(m) for m in ctx.messages if is_call_turn(m) for cid in declared_ids(m)}
+    moved: dict[int, list[Message]] = {}  # identity of the owning call turn -> results to append to its block
+    block_of = None  # identity of the call turn whose block we are in, if any
+    for position, message in enumerate(ctx.messages):
+        if is_tool(message):
+            home = owner.get(result_id(message))
+            if home is not None and home != block_of:
+                moved.setdefault(home, []).append(message)
+                ctx.report(RULE, message, "moved", f"result of {result_id(message)} moved into its call's block", position)
+        else:
+            block_of = id(message) if is_call_turn(message) else None
+    if not moved:
+        return
+    relocated = {id(m) for results in moved.values() for m in results}
+    rebuilt: list[Message] = []
+    block_of = None
+    for message in ctx.messages:
+        if id(message) in relocated:
+            continue
+        if not is_tool(message):
+            rebuilt.extend(moved.pop(block_of, ()))
+            block_of = id(message) if is_call_turn(message) else None
+        rebuilt.append(message)
+    rebuilt.extend(moved.pop(block_of, ()))
+    ctx.messages[:] = rebuilt

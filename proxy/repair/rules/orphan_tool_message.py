@@ -1,0 +1,137 @@
+r"""A tool result whose call is declared nowhere in the request: the client dropped the assistant
+``tool_calls`` (window trimming, aborted turns, frameworks that keep only text).
+
+Every strict provider rejects it. The calls are re-inserted exactly as the upstream sent them (same ids,
+names, argument text and extra fields, in the original order), taken from the proxy's memory: one
+assistant message per remembered turn, placed before its first result; when the message just before is
+an assistant message without ``tool_calls`` (the client kept the text), the calls are attached to it.
+When a kept assistant message still declares some calls of the turn, its missing calls are restored.
+When nothing is remembered the orphan policy decides: ``synthesize`` a minimal call (name from the tool
+message's ``name``, else the request's only tool, else ``unknown_tool``; arguments ``{}``), ``drop`` the
+result, or ``reject`` the request. Answers S2, OAI-1, AZ-1, DS-1, QW-1, KI-1, AN-2, GE-1, VL-8.
+
+Bad:
+    {"role": "user", "content": "Weather in Paris?"}
+    {"role": "assistant", "content": "Let me check."}
+    {"role": "tool", "tool_call_id": "call_Xq3", "content": "18C"}
+Recalled:
+    {"tool_calls": [{"id": "call_Xq3", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}], "content": null, "reasoning_content": null}
+Good:
+    {"role": "user", "content": "Weather in Paris?"}
+    {"role": "assistant", "content": "Let me check.", "tool_calls": [{"id": "call_Xq3", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]}
+    {"role": "tool", "tool_call_id": "call_Xq3", "content": "18C"}
+"""
+
+from typing import Any
+
+import orjson
+
+from proxy.repair.context import Context
+from proxy.repair.history import Message, all_declared_ids, call_id, is_assistant, is_call_turn, is_tool, result_id
+from proxy.repair.rule import Rule
+from proxy.turns import Turn
+
+RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-1", "KI-1", "AN-2", "GE-1", "VL-8"))
+
+
+def apply(ctx: Context) -> None:
+    declared = all_declared_ids(ctx.messages)
+    orphans = [m for m in ctx.messages if is_tool(m) and result_id(m) not in declared]
+    if not orphans:
+        return
+    recalled = ctx.recall(list(dict.fromkeys(result_id(m) for m in orphans))) or {}
+    restored: set[str] = set()  # first call id of every remembered turn already put back
+    synthesized: set[int] = set()  # identity of assistant messages this pass made up
+    orphan_ids = {id(m) for m in orphans}
+    position = 0
+    while position < len(ctx.messages):
+        message = ctx.messages[position]
+        if id(message) not in orphan_ids:
+            position += 1
+            continue
+        rid = result_id(message)
+        turn = recalled.get(rid)
+        if turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
+            position += _restore(ctx, position, turn, restored)
+        elif ctx.policy.orphans == "reject":
+            ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
+            return
+        elif ctx.policy.orphans == "drop":
+            del ctx.messages[position]
+            ctx.report(RULE, message, "removed", f"result of unknown call {rid} dropped (orphan policy 'drop')", position)
+        else:
+            position += _synthesize(ctx, position, synthesized)
+
+
+def _restore(ctx: Context, position: int, turn: Turn, restored: set[str]) -> int:
+    """Put the remembered turn back before the orphan at ``position``; return how far to advance."""
+    key = call_id(turn["tool_calls"][0])
+    orphan = ctx.messages[position]
+    if key in restored:
+        return 1  # an earlier result of the same turn brought it back; later rules place this one
+    restored.add(key)
+    calls: list[dict[str, Any]] = orjson.loads(orjson.dumps(turn["tool_calls"]))  # never alias the memory
+    ids = ", ".join(call_id(call) or "?" for call in calls)
+    holder = _partial_holder(ctx.messages, calls)
+    if holder is not None:
+        kept = {call_id(call): call for call in holder["tool_calls"]}
+        holder["tool_calls"] = [kept.get(call_id(call), call) for call in calls]
+        ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory", position)
+        return 1
+    previous = ctx.messages[position - 1] if position > 0 else None
+    if is_assistant(previous) and not is_call_turn(previous):
+        previous["tool_calls"] = calls
+        ctx.report(RULE, orphan, "attached", f"remembered tool_calls ({ids}) attached to the preceding assistant message", position)
+        return 1
+    ctx.messages.insert(position, {"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
+    ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position)
+    return 2
+
+
+def _partial_holder(messages: list[Message], calls: list[dict[str, Any]]) -> Message | None:
+    """The assistant message of the request that still declares some of the turn's calls, if any."""
+    ids = {call_id(call) for call in calls}
+    for message in messages:
+        if is_call_turn(message) and any(call_id(call) in ids for call in message["tool_calls"]):
+            return message
+    return None
+
+
+def _synthesize(ctx: Context, position: int, synthesized: set[int]) -> int:
+    """Give the orphan at ``position`` a minimal call; return how far to advance."""
+    orphan = ctx.messages[position]
+    name = _guess_name(ctx, orphan)
+    call = {"id": result_id(orphan), "type": "function", "function": {"name": name, "arguments": "{}"}}
+    detail = f"nothing remembered for {call['id']}; synthesized call {name!r} with arguments {{}}"
+    opener = _block_opener(ctx.messages, position)
+    if opener is not None and id(opener) in synthesized:
+        opener["tool_calls"].append(call)  # several orphans in a row share one synthesized turn
+        ctx.report(RULE, orphan, "synthesized", detail, position)
+        return 1
+    previous = ctx.messages[position - 1] if position > 0 else None
+    if is_assistant(previous) and not is_call_turn(previous):
+        previous["tool_calls"] = [call]
+        synthesized.add(id(previous))
+        ctx.report(RULE, orphan, "synthesized", detail + ", attached to the preceding assistant message", position)
+        return 1
+    assistant = {"role": "assistant", "content": None, "tool_calls": [call]}
+    synthesized.add(id(assistant))
+    ctx.messages.insert(position, assistant)
+    ctx.report(RULE, orphan, "synthesized", detail, position)
+    return 2
+
+
+def _block_opener(messages: list[Message], position: int) -> Message | None:
+    """The message just before the run of tool messages that ends right before ``position``."""
+    start = position - 1
+    while start >= 0 and is_tool(messages[start]):
+        start -= 1
+    return messages[start] if start >= 0 and start < position - 1 else None
+
+
+def _guess_name(ctx: Context, orphan: Message) -> str:
+    name = orphan.get("name")
+    if type(name) is str and name:
+        return name
+    tools = ctx.tool_names()
+    return tools[0] if len(tools) == 1 else ctx.policy.placeholder_name

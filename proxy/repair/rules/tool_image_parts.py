@@ -1,0 +1,47 @@
+r"""Image (or other media) parts inside a tool result: only user messages may carry them.
+
+OpenAI rejects image URLs in tool messages and most providers ignore them. The media parts move into a
+user message placed right after the complete tool block, labelled with the call they came from; the tool
+message keeps its text parts (or a note saying where the media went). Answers E-TOOL-IMG, OAI-10.
+
+Bad:
+    {"role": "user", "content": "Take a screenshot"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Done."}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]}
+Good:
+    {"role": "user", "content": "Take a screenshot"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "Done."}
+    {"role": "user", "content": [{"type": "text", "text": "[toolmend] Media returned by tool call call_1:"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]}
+"""
+
+from typing import Any
+
+from proxy.repair.content import as_text, is_media_part
+from proxy.repair.context import Context
+from proxy.repair.history import block_end, call_turns, result_id
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM206", "tool-image-parts", ("E-TOOL-IMG", "OAI-10"))
+
+#: What a tool message says when all it returned was media, now in the following user message.
+MEDIA_MOVED_NOTE = "[toolmend] The media this tool returned follows in the next user message."
+
+
+def apply(ctx: Context) -> None:
+    messages = ctx.messages
+    for turn in call_turns(messages):
+        end = block_end(messages, turn)
+        carried: list[Any] = []
+        for message in messages[turn + 1 : end]:
+            content = message.get("content")
+            if type(content) is not list or not any(is_media_part(part) for part in content):
+                continue
+            media = [part for part in content if is_media_part(part)]
+            text = [part for part in content if not is_media_part(part)]
+            message["content"] = as_text(text) if text else MEDIA_MOVED_NOTE
+            label = {"type": "text", "text": f"[toolmend] Media returned by tool call {result_id(message)}:"}
+            carried += [label, *media]
+            ctx.report(RULE, message, "moved", f"{len(media)} media part(s) of {result_id(message)} moved to a user message after the block", turn)
+        if carried:
+            messages.insert(end, {"role": "user", "content": carried})

@@ -1,0 +1,40 @@
+r"""A tool message without ``tool_call_id``: every strict provider requires it.
+
+When the message's ``name`` matches exactly one call of the request that has no result yet, it answers
+that call. Otherwise it gets a deterministic id of its own and the orphan rule (TM101) decides.
+Answers OAI-3, AZ-5, GR-3, MI-4 ("Tool call id has to be defined").
+
+Bad:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "name": "weather", "content": "18C"}
+Good:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "name": "weather", "content": "18C", "tool_call_id": "call_1"}
+"""
+
+from proxy.repair.context import Context, stable_id
+from proxy.repair.history import call_id, call_name, each_call, is_tool, result_id
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM106", "tool-result-without-id", ("OAI-3", "AZ-5", "GR-3", "MI-4"))
+
+
+def apply(ctx: Context) -> None:
+    nameless = [(p, m) for p, m in enumerate(ctx.messages) if is_tool(m) and result_id(m) is None]
+    if not nameless:
+        return
+    answered = {result_id(m) for m in ctx.messages if is_tool(m)}
+    unanswered = [call for _, _, _, call in each_call(ctx.messages) if call_id(call) not in answered]
+    for position, message in nameless:
+        name = message.get("name")
+        matches = [call for call in unanswered if name is not None and call_name(call) == name]
+        if len(matches) == 1:
+            message["tool_call_id"] = call_id(matches[0])
+            unanswered.remove(matches[0])
+            ctx.report(RULE, message, "attached", f"answers the only unanswered call {name!r} ({message['tool_call_id']})", position)
+        else:
+            message["tool_call_id"] = stable_id(position, name, prefix="call_tm")
+            why = "several" if matches else "no"
+            ctx.report(RULE, message, "added", f"{why} unanswered call named {name!r}; given id {message['tool_call_id']}", position)

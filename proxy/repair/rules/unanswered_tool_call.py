@@ -1,0 +1,34 @@
+r"""A call with no result before the next non-tool message (an interrupted tool, a cancelled turn, or
+a history that ends with the call).
+
+Every strict provider rejects it. A tool message with the call's id and the policy's placeholder text
+(saying plainly that nothing ran) is added at the end of the block; a result is never invented.
+Answers S3, OAI-2, AZ-1, DS-2, QW-2, KI-2, AN-1, GE-2, MI-2.
+
+Bad:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "user", "content": "Never mind, just say hi."}
+Good:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "[toolmend] No result: this tool call was not executed or its result was lost."}
+    {"role": "user", "content": "Never mind, just say hi."}
+"""
+
+from proxy.repair.context import Context
+from proxy.repair.history import block_end, call_turns, declared_ids, result_id
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2"))
+
+
+def apply(ctx: Context) -> None:
+    messages = ctx.messages
+    for turn in call_turns(messages):
+        end = block_end(messages, turn)
+        answered = {result_id(m) for m in messages[turn + 1 : end]}
+        missing = [cid for cid in declared_ids(messages[turn]) if cid not in answered]
+        for offset, cid in enumerate(missing):
+            messages.insert(end + offset, {"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
+            ctx.report(RULE, messages[turn], "inserted", f"placeholder result for unanswered call {cid}", turn)
