@@ -1,0 +1,356 @@
+"""Read upstream chat-completion answers and extract the tool-call turns worth remembering.
+
+Clients (agent frameworks, IDE plugins, truncating UIs) regularly send histories in which a ``tool``
+message survives but the assistant turn that declared its call was dropped. Strict providers reject such
+histories (rule S2 of ``shared/provider-rules.md``: no orphan tool messages). The proxy can repair them only
+if it remembers the exact ``tool_calls`` the upstream originally sent, so every answer relayed from
+``/v1/chat/completions`` goes through this module:
+
+* :func:`turns_from_json` reads a non-streaming ``chat.completion`` body;
+* :class:`StreamCapture` reads a ``text/event-stream`` of ``chat.completion.chunk`` events incrementally,
+  as the proxy relays the raw network chunks, and reassembles the calls from their deltas.
+
+Both return :class:`~proxy.turns.Turn` dicts, one per choice that made tool calls. The module is pure (no
+I/O, no web framework): capture must never break the relay, so nothing here raises on bad input; it keeps
+what it can understand and silently skips the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.turns import Turn, make_turn
+
+__all__ = ["StreamCapture", "turns_from_json"]
+
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_BOM = b"\xef\xbb\xbf"
+# Keys of a streamed call delta that are rebuilt explicitly rather than merged as opaque extras; ``index``
+# is stream bookkeeping and is absent from non-streaming calls, so it is not kept.
+_CALL_KEYS = frozenset(("index", "id", "type", "function"))
+_FUNCTION_KEYS = frozenset(("name", "arguments"))
+
+
+def _text(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _reasoning(holder: dict[str, Any]) -> str | None:
+    # OpenRouter and some vLLM builds name the field ``reasoning``; DeepSeek/Kimi use
+    # ``reasoning_content``, which wins when both are present.
+    value = holder.get("reasoning_content")
+    if type(value) is not str:
+        value = holder.get("reasoning")
+    return value if type(value) is str else None
+
+
+def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
+    """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls.
+
+    ``tool_calls`` entries are returned exactly as the upstream sent them (every key, in order), so that a
+    re-inserted turn is byte-for-byte what the upstream produced (S13: e.g. Gemini's ``extra_content``
+    thought signatures must survive). Never raises: anything unreadable yields ``[]``.
+    """
+    try:
+        if isinstance(body, (bytes, bytearray)) and body[:3] == _BOM:
+            body = body[3:]
+        obj = _loads(body)
+        if type(obj) is not dict:
+            return []
+        choices = obj.get("choices")
+        if type(choices) is not list:
+            return []
+        out: list[Turn] = []
+        for choice in choices:
+            if type(choice) is not dict:
+                continue
+            message = choice.get("message")
+            if type(message) is not dict:
+                continue
+            calls = message.get("tool_calls")
+            if type(calls) is not list:
+                continue
+            # Non-dict entries cannot be re-inserted as calls; keeping them would only hand garbage to repair.
+            kept = [call for call in calls if type(call) is dict]
+            if kept:
+                out.append(make_turn(kept, _text(message.get("content")), _reasoning(message)))
+        return out
+    except Exception:
+        return []
+
+
+def _merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
+    """Merge a later delta's extras into what was already received: the first value wins.
+
+    Providers that repeat fields on every delta must not make them grow or change; nested objects (such as
+    ``extra_content.google``) may arrive piecewise, so they are merged key by key. A ``null`` counts as
+    "not sent yet".
+    """
+    for key, value in src.items():
+        old = dst.get(key)
+        if old is None:
+            dst[key] = value
+        elif type(old) is dict and type(value) is dict:
+            _merge(old, value)
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    # Returned turns must not alias state that later deltas merge into.
+    return {k: _copy(v) if type(v) is dict else v for k, v in value.items()}
+
+
+class _Call:
+    __slots__ = ("id", "type", "name", "args", "fextra", "extra", "saw_function")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.type: str | None = None
+        self.name: str | None = None
+        self.args: list[str] = []
+        self.fextra: dict[str, Any] | None = None
+        self.extra: dict[str, Any] | None = None
+        self.saw_function = False
+
+    def add(self, delta: dict[str, Any]) -> None:
+        value = delta.get("id")
+        if self.id is None and type(value) is str and value:
+            self.id = value
+        value = delta.get("type")
+        if self.type is None and type(value) is str and value:
+            self.type = value
+        function = delta.get("function")
+        if type(function) is dict:
+            self.saw_function = True
+            value = function.get("name")
+            if self.name is None and type(value) is str and value:
+                self.name = value
+            value = function.get("arguments")
+            if type(value) is str:
+                if value:
+                    self.args.append(value)
+            elif type(value) in (dict, list):
+                # Off-spec providers (some Ollama builds) send arguments as an object; the wire format is text.
+                self.args.append(orjson.dumps(value).decode())
+            if len(function) > 2 or not _FUNCTION_KEYS.issuperset(function):
+                extra = {k: v for k, v in function.items() if k not in _FUNCTION_KEYS}
+                if self.fextra is None:
+                    self.fextra = extra
+                else:
+                    _merge(self.fextra, extra)
+        if len(delta) > 4 or not _CALL_KEYS.issuperset(delta):
+            extra = {k: v for k, v in delta.items() if k not in _CALL_KEYS}
+            if self.extra is None:
+                self.extra = extra
+            else:
+                _merge(self.extra, extra)
+
+    def build(self) -> dict[str, Any]:
+        call: dict[str, Any] = {"id": self.id, "type": self.type or "function"}
+        # A non-function call type (e.g. OpenAI ``custom``) that never sent ``function`` must not gain one.
+        if self.saw_function or call["type"] == "function":
+            function: dict[str, Any] = {"name": self.name or "", "arguments": "".join(self.args)}
+            if self.fextra:
+                function.update(_copy(self.fextra))
+            call["function"] = function
+        if self.extra:
+            for key, value in self.extra.items():
+                call[key] = _copy(value) if type(value) is dict else value
+        return call
+
+
+class _Choice:
+    __slots__ = ("content", "reasoning", "calls", "by_index", "by_id", "last")
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        # Keys are (index, generation): ``generation`` > 0 only when a provider reuses an index for a
+        # different call, so sorting the keys gives the calls in index order either way.
+        self.calls: dict[tuple[int, int], _Call] = {}
+        self.by_index: dict[int, tuple[int, int]] = {}
+        self.by_id: dict[str, tuple[int, int]] = {}
+        self.last: tuple[int, int] | None = None
+
+    def _new(self, key: tuple[int, int]) -> _Call:
+        call = self.calls[key] = _Call()
+        self.by_index[key[0]] = key
+        return call
+
+    def add_call(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index")
+        cid = delta.get("id")
+        if type(cid) is not str or not cid:
+            cid = None
+        if type(index) is int:
+            key = self.by_index.get(index)
+            if key is None:
+                key = (index, 0)
+                call = self._new(key)
+            else:
+                call = self.calls[key]
+                if cid is not None and call.id is not None and call.id != cid:
+                    # Some OpenAI-compatible servers stream every parallel call at index 0; a new id
+                    # means a new call, not a rename of the previous one.
+                    key = self.by_id.get(cid) or (index, key[1] + 1)
+                    call = self.calls.get(key) or self._new(key)
+                    self.by_index[index] = key
+        else:
+            # No index: a new id starts a new call, anything else continues the latest one.
+            key = self.by_id.get(cid) if cid is not None else self.last
+            if key is None:
+                last = self.calls.get(self.last) if self.last is not None else None
+                if last is not None and last.id is None:
+                    key = self.last
+                else:
+                    key = (max(self.by_index) + 1 if self.by_index else 0, 0)
+                    self._new(key)
+            call = self.calls[key]
+        call.add(delta)
+        if cid is not None and call.id == cid:
+            self.by_id.setdefault(cid, key)
+        self.last = key
+
+    def turn(self) -> Turn | None:
+        calls = [self.calls[key].build() for key in sorted(self.calls) if self.calls[key].id is not None]
+        if not calls:
+            return None
+        # Empty text counts as absent, matching non-streaming answers that carry ``content: null``.
+        return make_turn(calls, "".join(self.content) or None, "".join(self.reasoning) or None)
+
+
+class StreamCapture:
+    """Incremental reader of an SSE ``chat.completion.chunk`` stream that reassembles its tool calls.
+
+    Feed it the raw network chunks in order, exactly as relayed; :meth:`turns` can be asked at any time.
+    Only the unfinished last line is buffered, each complete event is parsed once, and nothing raises.
+
+    If the stream is cut off, :meth:`turns` returns the calls that already have an id, with their
+    ``arguments`` kept as received so far (possibly incomplete JSON): the ids are what recall needs, and
+    rewriting the text would be guessing. An event whose terminating blank line never arrived is not
+    counted, as the SSE spec prescribes.
+    """
+
+    __slots__ = ("_tail", "_data", "_skip_lf", "_started", "_choices")
+
+    def __init__(self) -> None:
+        self._tail: list[bytes] = []  # pieces of the unfinished line; joined once, when it completes
+        self._data: list[bytes] = []  # ``data:`` values of the event being read
+        self._skip_lf = False  # the previous chunk ended in ``\r``: a leading ``\n`` completes that CRLF
+        self._started = False  # the first line may carry a UTF-8 BOM, which SSE says to ignore
+        self._choices: dict[int, _Choice] = {}
+
+    def feed(self, chunk: bytes | bytearray | memoryview | str) -> None:
+        """Consume one raw chunk of the stream. Never raises."""
+        try:
+            self._feed(chunk)
+        except Exception:
+            # Capture is best effort; the relay must go on even if this reader is confused.
+            pass
+
+    def _feed(self, chunk: Any) -> None:
+        if type(chunk) is not bytes:
+            chunk = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+        if not chunk:
+            return
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[0] == 0x0A:
+                chunk = chunk[1:]
+                if not chunk:
+                    return
+        if b"\r" in chunk:
+            # A lone ``\r`` is a line end too; a trailing one is treated as complete now, and the
+            # ``\n`` that may follow in the next chunk is swallowed.
+            self._skip_lf = chunk[-1] == 0x0D
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in chunk:
+            self._tail.append(chunk)
+            return
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if self._tail:
+            self._tail.append(lines[0])
+            lines[0] = b"".join(self._tail)
+            self._tail.clear()
+        if rest:
+            self._tail.append(rest)
+        if not self._started:
+            self._started = True
+            if lines[0][:3] == _BOM:
+                lines[0] = lines[0][3:]
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    self._dispatch(data)
+                    data.clear()
+            elif line[:5] == b"data:":
+                data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif line == b"data":
+                data.append(b"")
+            # Comments (``:``) and the other fields (``event``, ``id``, ``retry``) carry nothing we need.
+
+    def _dispatch(self, data: list[bytes]) -> None:
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        if raw == b"[DONE]":
+            return
+        try:
+            obj = _loads(raw)
+        except _JSONDecodeError:
+            if len(data) > 1:
+                # Some servers forget the blank line between events; each line may still be a chunk.
+                for part in data:
+                    try:
+                        self._apply(_loads(part))
+                    except Exception:
+                        pass
+            return
+        try:
+            self._apply(obj)
+        except Exception:
+            pass
+
+    def _apply(self, obj: Any) -> None:
+        if type(obj) is not dict or obj.get("error"):
+            return
+        choices = obj.get("choices")
+        if type(choices) is not list:
+            return
+        for choice in choices:
+            if type(choice) is not dict:
+                continue
+            delta = choice.get("delta")
+            if type(delta) is not dict:
+                continue
+            index = choice.get("index")
+            if type(index) is not int:
+                index = 0
+            state = self._choices.get(index)
+            if state is None:
+                state = self._choices[index] = _Choice()
+            value = delta.get("content")
+            if type(value) is str and value:
+                state.content.append(value)
+            value = _reasoning(delta)
+            if value:
+                state.reasoning.append(value)
+            calls = delta.get("tool_calls")
+            if type(calls) is list:
+                for call in calls:
+                    if type(call) is dict:
+                        state.add_call(call)
+
+    def turns(self) -> list[Turn]:
+        """The tool-call turns seen so far, one per choice (in choice-index order) with an identified call."""
+        out: list[Turn] = []
+        try:
+            for index in sorted(self._choices):
+                turn = self._choices[index].turn()
+                if turn is not None:
+                    out.append(turn)
+        except Exception:
+            pass
+        return out
