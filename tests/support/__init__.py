@@ -1,0 +1,1 @@
+"""Test support: a strict provider (validator + upstream app) and a uvicorn serving helper."""
