@@ -7,7 +7,7 @@ provider accepts, changing nothing that was already valid.
     else: ...                      # forward the client's original bytes
 """
 
-from proxy.repair.engine import Result, repair
+from proxy.repair.engine import Result, needs_repair, repair
 from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import PROFILES, Profile, get_profile
@@ -22,6 +22,7 @@ __all__ = [
     "Profile",
     "Result",
     "get_profile",
+    "needs_repair",
     "orphan_call_ids",
     "repair",
 ]

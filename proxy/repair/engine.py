@@ -34,6 +34,12 @@ def nothing_recalled(ids: list[str]) -> Mapping[str, Turn]:
     return {}
 
 
+def needs_repair(body: Any, profile: Profile) -> bool:
+    """The fast path: False when ``repair`` would find nothing (most requests)."""
+    messages = body.get("messages") if type(body) is dict else None
+    return type(messages) is list and not (is_clean(messages) and profile.is_clean(messages))
+
+
 def repair(
     body: Any,
     recall: Recall = nothing_recalled,
@@ -47,8 +53,7 @@ def repair(
     needs repair the engine works on a copy.
     """
     profile = get_profile(profile) if isinstance(profile, str) else profile
-    messages = body.get("messages") if type(body) is dict else None
-    if type(messages) is not list or (is_clean(messages) and profile.is_clean(messages)):
+    if not needs_repair(body, profile):
         return Result(body, ())
     repaired = orjson.loads(orjson.dumps(body))
     ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy)

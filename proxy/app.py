@@ -1,0 +1,82 @@
+"""Builds the Starlette app: routes, and a lifespan that opens the upstream client and the memory store."""
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from proxy.chat import chat_completions
+from proxy.config import Settings
+from proxy.errors import error_response
+from proxy.forward import Upstream
+from proxy.memory import Store, open_store
+from proxy.passthrough import pass_through
+from proxy.repair import Policy, get_profile
+from proxy.state import ProxyState
+
+log = logging.getLogger("toolmend")
+
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> Starlette:
+    """The proxy as an ASGI app. ``transport`` and ``store`` replace the real ones (tests, benchmarks)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        client = httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(settings.upstream_timeout),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            follow_redirects=False,
+        )
+        memory = store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries)
+        app.state.proxy = ProxyState(
+            settings=settings,
+            upstream=Upstream(settings.upstream, client, settings.upstream_api_key),
+            store=memory,
+            profile=get_profile(settings.profile),
+            policy=Policy(orphans=settings.orphan_policy),
+        )
+        log.info("toolmend forwarding to %s (profile %s, memory %s)", settings.upstream, settings.profile, memory.backend)
+        try:
+            yield
+        finally:
+            await client.aclose()
+            await memory.close()
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/{path:path}", pass_through, methods=METHODS),
+        ],
+        exception_handlers={404: not_found, 405: not_allowed},
+        lifespan=lifespan,
+    )
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    store_ready = await state.store.ready()
+    # A store outage degrades repairs (the orphan policy takes over) but the proxy still serves: stay in rotation.
+    body = {"status": "ready" if store_ready else "degraded", "memory": {"backend": state.store.backend, "ready": store_ready}}
+    return JSONResponse(body)
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    return error_response(404, f"toolmend serves /v1/... only: no route for {request.method} {request.url.path}.", code="not_found")
+
+
+async def not_allowed(request: Request, exc: Exception) -> Response:
+    return error_response(405, f"{request.method} is not allowed on {request.url.path}.", code="method_not_allowed")

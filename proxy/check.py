@@ -1,0 +1,105 @@
+"""``toolmend check``: lint chat-completions request bodies offline, with the same engine the proxy runs.
+
+Input: a request body, a bare message list, or JSON Lines of either. Exit status: 0 when everything is
+clean, 1 when something needs repair (or would be rejected), 2 when the input cannot be read.
+"""
+
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import orjson
+
+from proxy.repair import Policy, Result, repair
+from proxy.repair.catalog import all_rules
+
+
+class Unreadable(Exception):
+    """The input is not JSON or JSON Lines; the message says where."""
+
+
+@dataclass
+class Document:
+    number: int  # 1-based position in a JSON Lines file; 1 for a single document
+    value: Any
+    bare_list: bool
+
+
+def read_documents(text: str, source: str) -> list[Document]:
+    try:
+        return [_document(1, orjson.loads(text))]
+    except orjson.JSONDecodeError as whole_error:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if len(lines) < 2 or not _parses(lines[0][1]):
+            raise Unreadable(f"{source}:{whole_error.lineno}:{whole_error.colno}: invalid JSON: {whole_error.msg}") from None
+    documents = []
+    for number, line in lines:
+        try:
+            documents.append(_document(number, orjson.loads(line)))
+        except orjson.JSONDecodeError as exc:
+            raise Unreadable(f"{source}:{number}:{exc.colno}: invalid JSON on this line: {exc.msg}") from None
+    return documents
+
+
+def _parses(line: str) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _document(number: int, value: Any) -> Document:
+    if type(value) is list:
+        return Document(number, {"messages": value}, bare_list=True)
+    if type(value) is dict and "messages" in value:
+        return Document(number, value, bare_list=False)
+    raise Unreadable(f"document {number}: expected a chat-completions body with 'messages' or a list of messages")
+
+
+def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: str, profile: str, policy: Policy) -> int:
+    try:
+        text = stdin.read() if source == "-" else open(source, encoding="utf-8").read()
+        documents = read_documents(text, "<stdin>" if source == "-" else source)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"toolmend check: cannot read {source}: {exc}", file=sys.stderr)
+        return 2
+    except Unreadable as exc:
+        print(f"toolmend check: {exc}", file=sys.stderr)
+        return 2
+    results = [(doc, repair(doc.value, profile=profile, policy=policy)) for doc in documents]
+    if fix:
+        for doc, result in results:
+            body = result.body["messages"] if doc.bare_list else result.body
+            stdout.write(orjson.dumps(body, option=0 if len(documents) > 1 else orjson.OPT_INDENT_2).decode() + "\n")
+    elif output_format == "json":
+        rows = [{"document": doc.number, **finding.as_dict()} for doc, result in results for finding in result.findings]
+        stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        _print_table(results, len(documents) > 1, stdout)
+    return 1 if any(result.findings for _, result in results) else 0
+
+
+def _print_table(results: list[tuple[Document, Result]], several: bool, out: TextIO) -> None:
+    rows = [
+        ((f"{doc.number}:" if several else "") + f"messages[{f.index}]", f"{f.code} {f.name}", f.action, f.detail)
+        for doc, result in results
+        for f in result.findings
+    ]
+    if not rows:
+        out.write(f"clean: {len(results)} document(s), nothing to repair\n")
+        return
+    header = ("where", "rule", "action", "what changes")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
+    for row in [header, *rows]:
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3] + "\n")
+    repaired = sum(1 for _, result in results if result.findings)
+    out.write(f"\n{len(rows)} finding(s) in {repaired} of {len(results)} document(s)\n")
+
+
+def list_rules(out: TextIO) -> int:
+    for doc in all_rules():
+        scope = f" [{doc.profile}]" if doc.profile else ""
+        out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
+    return 0
+

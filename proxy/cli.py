@@ -1,0 +1,86 @@
+"""The ``toolmend`` command: ``serve`` runs the proxy, ``check`` lints histories offline."""
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from proxy import __version__
+from proxy.config import SERVE_OPTIONS, ConfigError, Settings, load
+from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy
+
+#: Seconds in-flight requests and streams get to finish after SIGTERM before the server exits.
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="toolmend", description="Repairs tool-call histories for strict LLM providers.")
+    parser.add_argument("--version", action="version", version=f"toolmend {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the proxy")
+    for option in SERVE_OPTIONS:
+        serve.add_argument(option.flag, dest=option.name, default=None, help=f"{option.help} (env {option.env}, default {option.default})")
+
+    check = commands.add_parser("check", help="lint chat-completions request bodies")
+    check.add_argument("file", nargs="?", default="-", help="a request body, a message list, or JSON Lines; - for stdin")
+    check.add_argument("--fix", action="store_true", help="print the repaired JSON instead of the findings")
+    check.add_argument("--format", choices=("table", "json"), default="table", help="how to print findings")
+    check.add_argument("--policy", choices=ORPHAN_POLICIES, default="synthesize", help="what to do with unknown orphan tool results")
+    check.add_argument("--profile", choices=sorted(PROFILES), default="openai", help="provider profile")
+    check.add_argument("--list-rules", action="store_true", help="print every repair rule and exit")
+
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        from proxy import check as checking
+
+        if args.list_rules:
+            return checking.list_rules(sys.stdout)
+        return checking.run(args.file, sys.stdin, sys.stdout, args.fix, args.format, args.profile, Policy(orphans=args.policy))
+    try:
+        settings = load(vars(args))
+    except ConfigError as exc:
+        print(f"toolmend: {exc}", file=sys.stderr)
+        return 2
+    serve_forever(settings)
+    return 0
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+
+
+def app_from_environment():
+    """The app factory each worker process calls when ``--workers`` > 1 (settings travel in the environment)."""
+    from proxy.app import create_app
+
+    settings = load({})
+    configure_logging(settings.log_level)
+    return create_app(settings)
+
+
+def serve_forever(settings: Settings) -> None:
+    import uvicorn
+
+    from proxy.app import create_app
+
+    configure_logging(settings.log_level)
+    common = dict(
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        server_header=False,
+    )
+    if settings.workers == 1:
+        uvicorn.run(create_app(settings), **common)
+        return
+    for option in SERVE_OPTIONS:
+        os.environ[option.env] = str(getattr(settings, option.name))
+    uvicorn.run("proxy.cli:app_from_environment", factory=True, workers=settings.workers, **common)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

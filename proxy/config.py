@@ -1,0 +1,124 @@
+"""Settings from command-line flags and ``TOOLMEND_*`` environment variables, checked once at start-up.
+
+A flag wins over its environment variable, which wins over the default. Every problem is reported as a
+one-line ``ConfigError`` that says what is wrong and how to fix it.
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from proxy.memory import SCHEMES as MEMORY_SCHEMES
+from proxy.repair import ORPHAN_POLICIES, PROFILES
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(Exception):
+    """A setting that cannot work; the message names it and says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # the flag without dashes, with underscores: the Settings field
+    default: Any
+    help: str
+    kind: type = str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "TOOLMEND_" + self.name.upper()
+
+
+SERVE_OPTIONS = (
+    Option("upstream", "https://api.openai.com/v1", "base URL of the strict upstream (ends with /v1)"),
+    Option("host", "127.0.0.1", "address to listen on"),
+    Option("port", 8080, "port to listen on", int),
+    Option("workers", 1, "worker processes", int),
+    Option("profile", "openai", f"provider profile: {', '.join(sorted(PROFILES))}"),
+    Option("orphan_policy", "synthesize", f"unknown orphan tool results: {', '.join(ORPHAN_POLICIES)}"),
+    Option("memory", "memory://", "tool-call memory store URL"),
+    Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),
+    Option("memory_max_entries", 100_000, "turns kept in the in-process memory", int),
+    Option("upstream_timeout", 600.0, "seconds to wait for the upstream (connect, read, write)", float),
+    Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
+    Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    upstream: str = "https://api.openai.com/v1"
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = 1
+    profile: str = "openai"
+    orphan_policy: str = "synthesize"
+    memory: str = "memory://"
+    memory_ttl: float = 86400.0
+    memory_max_entries: int = 100_000
+    upstream_timeout: float = 600.0
+    max_body_bytes: int = 32 * 1024 * 1024
+    log_level: str = "info"
+    # Upstream-key mode: only from the environment, never from flags (they show up in `ps`).
+    upstream_api_key: str | None = None
+    api_keys: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+
+def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> Settings:
+    """Settings from parsed flags (None = not given) and the environment."""
+    values: dict[str, Any] = {}
+    for option in SERVE_OPTIONS:
+        raw = flags.get(option.name)
+        source = option.flag
+        if raw is None and option.env in environ:
+            raw, source = environ[option.env], option.env
+        if raw is None:
+            continue
+        try:
+            values[option.name] = option.kind(raw)
+        except ValueError:
+            raise ConfigError(f"{source}={raw!r} is not a valid {option.kind.__name__}: {option.help}") from None
+    values["upstream_api_key"] = environ.get("TOOLMEND_UPSTREAM_API_KEY") or None
+    values["api_keys"] = frozenset(k.strip() for k in environ.get("TOOLMEND_API_KEYS", "").split(",") if k.strip())
+    return Settings(**values)
+
+
+def _check(s: Settings) -> None:
+    parts = urlsplit(s.upstream)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--upstream {s.upstream!r} must be an http(s) URL such as https://api.openai.com/v1")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"--upstream {s.upstream!r} must not carry a query or fragment")
+    if not 0 <= s.port <= 65535:
+        raise ConfigError(f"--port {s.port} must be between 0 and 65535")
+    if s.workers < 1:
+        raise ConfigError(f"--workers {s.workers} must be at least 1")
+    if s.profile not in PROFILES:
+        raise ConfigError(f"--profile {s.profile!r} is unknown; choose one of: {', '.join(sorted(PROFILES))}")
+    if s.orphan_policy not in ORPHAN_POLICIES:
+        raise ConfigError(f"--orphan-policy {s.orphan_policy!r} is unknown; choose one of: {', '.join(ORPHAN_POLICIES)}")
+    if urlsplit(s.memory).scheme not in MEMORY_SCHEMES:
+        raise ConfigError(f"--memory {s.memory!r} is not supported; use one of: {', '.join(m + '://' for m in MEMORY_SCHEMES)}")
+    if s.memory_ttl <= 0 or s.memory_max_entries < 1:
+        raise ConfigError("--memory-ttl must be > 0 and --memory-max-entries >= 1")
+    if s.upstream_timeout <= 0:
+        raise ConfigError(f"--upstream-timeout {s.upstream_timeout} must be > 0 seconds")
+    if s.max_body_bytes < 1024:
+        raise ConfigError(f"--max-body-bytes {s.max_body_bytes} is too small; use at least 1024")
+    if s.log_level not in LOG_LEVELS:
+        raise ConfigError(f"--log-level {s.log_level!r} is unknown; choose one of: {', '.join(LOG_LEVELS)}")
+    if s.upstream_api_key and not s.api_keys:
+        raise ConfigError(
+            "TOOLMEND_UPSTREAM_API_KEY is set but TOOLMEND_API_KEYS is empty: set TOOLMEND_API_KEYS to the "
+            "comma-separated keys clients must present, or the proxy would be an open relay for your key"
+        )

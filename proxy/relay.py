@@ -1,0 +1,95 @@
+"""Relaying an upstream answer to the client unchanged: status, headers and body bytes as received.
+
+Event streams go out chunk by chunk as they arrive, never buffered, while the tool calls in them are
+captured; other bodies stream through as raw bytes. A chat-completions JSON answer is read once so its
+tool calls can be remembered. When the client goes away mid-stream the upstream stream is closed at
+once, not when the next chunk happens to arrive.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+import httpx
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from proxy.capture import StreamCapture, turns_from_json
+from proxy.forward import RawHeaders, response_headers
+from proxy.turns import Turn
+
+log = logging.getLogger("toolmend")
+
+Remember = Callable[[list[Turn]], Awaitable[None]]
+
+
+class StreamRelay:
+    """An ASGI response that copies an upstream body to the client as it arrives."""
+
+    def __init__(self, upstream: httpx.Response, headers: RawHeaders, capture: StreamCapture | None = None,
+                 on_complete: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.upstream = upstream
+        self.headers = headers
+        self.capture = capture
+        self.on_complete = on_complete
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        completed = False
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+            try:
+                await send({"type": "http.response.start", "status": self.upstream.status_code, "headers": self.headers})
+                feed = self.capture.feed if self.capture is not None else None
+                async for chunk in self.upstream.aiter_raw():
+                    if feed is not None:
+                        feed(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                completed = True
+            except httpx.HTTPError as exc:
+                # The status already went out: all that can be done is end the body and say why.
+                log.warning("upstream stream ended early: %s", type(exc).__name__)
+            except OSError:
+                pass  # the client went away; the finally below closes the upstream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.upstream.aclose()
+                group.cancel_scope.cancel()
+        if completed and self.on_complete is not None:
+            await self.on_complete()
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+def stream_through(upstream: httpx.Response, extra_headers: RawHeaders = ()) -> StreamRelay:
+    return StreamRelay(upstream, [*response_headers(upstream), *extra_headers])
+
+
+async def relay_chat(upstream: httpx.Response, remember: Remember, extra_headers: RawHeaders = ()) -> Response | StreamRelay:
+    """Relay a chat-completions answer and remember the tool-call turns of a successful one."""
+    headers = [*response_headers(upstream), *extra_headers]
+    if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
+        return StreamRelay(upstream, headers)
+    if upstream.headers.get("content-type", "").startswith("text/event-stream"):
+        capture = StreamCapture()
+
+        async def remember_stream() -> None:
+            turns = capture.turns()
+            if turns:
+                await remember(turns)
+
+        return StreamRelay(upstream, headers, capture, remember_stream)
+    try:
+        body = await upstream.aread()
+    finally:
+        await upstream.aclose()
+    turns = turns_from_json(body)
+    if turns:
+        await remember(turns)
+    response = Response(body, upstream.status_code)
+    response.raw_headers = headers
+    return response
