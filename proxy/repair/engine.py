@@ -4,8 +4,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from proxy.repair.clean import is_clean
 from proxy.repair.context import Context, Recall
 from proxy.repair.findings import Finding, Policy
@@ -34,10 +32,35 @@ def nothing_recalled(ids: list[str]) -> Mapping[str, Turn]:
     return {}
 
 
+def _copy_message(message: Any) -> Any:
+    """Copy what the rules may change in place (the message, its call list, calls and their functions);
+    content and other values are only ever replaced, never mutated, so they are shared."""
+    if type(message) is not dict:
+        return message
+    copied = dict(message)
+    calls = copied.get("tool_calls")
+    if type(calls) is list:
+        copied["tool_calls"] = [_copy_call(call) for call in calls]
+    if type(copied.get("function_call")) is dict:
+        copied["function_call"] = dict(copied["function_call"])
+    return copied
+
+
+def _copy_call(call: Any) -> Any:
+    if type(call) is not dict:
+        return call
+    copied = dict(call)
+    if type(copied.get("function")) is dict:
+        copied["function"] = dict(copied["function"])
+    return copied
+
+
 def needs_repair(body: Any, profile: Profile) -> bool:
     """The fast path: False when ``repair`` would find nothing (most requests)."""
     messages = body.get("messages") if type(body) is dict else None
-    return type(messages) is list and not (is_clean(messages) and profile.is_clean(messages))
+    if type(messages) is not list:
+        return False
+    return not is_clean(messages) or (profile.is_clean is not None and not profile.is_clean(messages))
 
 
 def repair(
@@ -55,7 +78,7 @@ def repair(
     profile = get_profile(profile) if isinstance(profile, str) else profile
     if not needs_repair(body, profile):
         return Result(body, ())
-    repaired = orjson.loads(orjson.dumps(body))
+    repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
     ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy)
     for rule in (*UNIVERSAL, *profile.rules):
         rule.apply(ctx)

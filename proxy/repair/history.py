@@ -70,15 +70,6 @@ def block_end(messages: list[Message], turn_index: int) -> int:
     return end
 
 
-def call_turns(messages: list[Message]) -> Iterator[int]:
-    """Indexes of the call turns, safe against the list growing or shrinking after the current turn."""
-    index = 0
-    while index < len(messages):
-        if is_call_turn(messages[index]):
-            yield index
-        index += 1
-
-
 def is_empty_content(content: Any) -> bool:
     return content is None or content == "" or content == []
 

@@ -1,7 +1,8 @@
 """The universal repair rules, in the order they run.
 
-Order matters: shape rules first (so the structural rules can trust ids and names), then the id rules,
-then the orphan rule (which needs every declared id), then the block rules, and cleanup last. Each rule
+Order matters: the rules that give every call and result an id come first, then the id rules, then the
+orphan rule (which needs every declared id), then the call-shape rules (so calls re-inserted from memory
+are checked too), then the block rules, and cleanup last. Each rule
 is one module with ``RULE`` (code, name, provider rule ids), a Bad/Good docstring and ``apply(ctx)``.
 """
 
@@ -32,14 +33,15 @@ UNIVERSAL = (
     legacy_function_call,
     empty_tool_calls,
     malformed_tool_call,
-    missing_call_type,
-    object_arguments,
-    invalid_arguments,
     tool_content_type,
     tool_result_without_id,
     split_parallel_turn,
     duplicate_call_id,
     orphan_tool_message,
+    # After the orphan rule, so calls re-inserted from memory are held to the same shape.
+    missing_call_type,
+    object_arguments,
+    invalid_arguments,
     interleaved_message,
     misplaced_tool_result,
     duplicate_tool_result,

@@ -19,7 +19,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import call_turns, declared_ids, is_assistant, is_tool, result_id
+from proxy.repair.history import declared_ids, is_call_turn
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1"))
@@ -27,17 +27,31 @@ RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
-    for turn in call_turns(messages):
-        ids = set(declared_ids(messages[turn]))
-        reach = turn + 1  # the turn's reach ends at the next assistant message
-        while reach < len(messages) and not is_assistant(messages[reach]):
-            reach += 1
-        span = messages[turn + 1 : reach]
-        own = {id(m) for m in span if is_tool(m) and result_id(m) in ids}
-        last_own = max((i for i, m in enumerate(span) if id(m) in own), default=-1)
-        displaced = [m for m in span[:last_own] if not is_tool(m)]
-        if not displaced:
-            continue
-        messages[turn + 1 : reach] = [m for m in span if id(m) in own] + [m for m in span if id(m) not in own]
-        for message in displaced:
-            ctx.report(RULE, message, "moved", f"{message.get('role')} message moved after the tool block of {sorted(ids)}", turn)
+    position = 0
+    while position < len(messages):
+        if is_call_turn(messages[position]):
+            _gather_results(ctx, position)
+        position += 1
+
+
+def _gather_results(ctx: Context, turn: int) -> None:
+    """Within the turn's reach (up to the next assistant message), put its own results first."""
+    messages = ctx.messages
+    ids = set(declared_ids(messages[turn]))
+    reach, last_own, first_other = turn + 1, -1, -1
+    while reach < len(messages) and messages[reach].get("role") != "assistant":
+        message = messages[reach]
+        if message.get("role") == "tool" and message.get("tool_call_id") in ids:
+            last_own = reach
+        elif first_other < 0 and message.get("role") != "tool":
+            first_other = reach
+        reach += 1
+    if first_other < 0 or first_other > last_own:
+        return
+    displaced = [m for m in messages[first_other:last_own] if m.get("role") != "tool"]
+    span = messages[turn + 1 : reach]
+    own = [m for m in span if m.get("role") == "tool" and m.get("tool_call_id") in ids]
+    owned = {id(m) for m in own}
+    messages[turn + 1 : reach] = own + [m for m in span if id(m) not in owned]
+    for message in displaced:
+        ctx.report(RULE, message, "moved", f"{message.get('role')} message moved after the tool block of {sorted(ids)}", turn)

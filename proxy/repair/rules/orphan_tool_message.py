@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, all_declared_ids, call_id, is_assistant, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, call_id, declared_ids, is_assistant, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
 
@@ -35,8 +35,8 @@ RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-
 
 
 def apply(ctx: Context) -> None:
-    declared = all_declared_ids(ctx.messages)
-    orphans = [m for m in ctx.messages if is_tool(m) and result_id(m) not in declared]
+    holders = {cid: m for m in ctx.messages if is_call_turn(m) for cid in declared_ids(m)}
+    orphans = [m for m in ctx.messages if is_tool(m) and result_id(m) not in holders]
     if not orphans:
         return
     recalled = ctx.recall(list(dict.fromkeys(result_id(m) for m in orphans))) or {}
@@ -52,7 +52,7 @@ def apply(ctx: Context) -> None:
         rid = result_id(message)
         turn = recalled.get(rid)
         if turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
-            position += _restore(ctx, position, turn, restored)
+            position += _restore(ctx, position, turn, restored, holders)
         elif ctx.policy.orphans == "reject":
             ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
             return
@@ -63,7 +63,7 @@ def apply(ctx: Context) -> None:
             position += _synthesize(ctx, position, synthesized)
 
 
-def _restore(ctx: Context, position: int, turn: Turn, restored: set[str]) -> int:
+def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holders: dict[str, Message]) -> int:
     """Put the remembered turn back before the orphan at ``position``; return how far to advance."""
     key = call_id(turn["tool_calls"][0])
     orphan = ctx.messages[position]
@@ -72,7 +72,8 @@ def _restore(ctx: Context, position: int, turn: Turn, restored: set[str]) -> int
     restored.add(key)
     calls: list[dict[str, Any]] = orjson.loads(orjson.dumps(turn["tool_calls"]))  # never alias the memory
     ids = ", ".join(call_id(call) or "?" for call in calls)
-    holder = _partial_holder(ctx.messages, calls)
+    # A kept assistant message that still declares some of the turn's calls gets the missing ones back.
+    holder = next((holders[cid] for cid in map(call_id, calls) if cid in holders), None)
     if holder is not None:
         kept = {call_id(call): call for call in holder["tool_calls"]}
         holder["tool_calls"] = [kept.get(call_id(call), call) for call in calls]
@@ -86,15 +87,6 @@ def _restore(ctx: Context, position: int, turn: Turn, restored: set[str]) -> int
     ctx.messages.insert(position, {"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
     ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position)
     return 2
-
-
-def _partial_holder(messages: list[Message], calls: list[dict[str, Any]]) -> Message | None:
-    """The assistant message of the request that still declares some of the turn's calls, if any."""
-    ids = {call_id(call) for call in calls}
-    for message in messages:
-        if is_call_turn(message) and any(call_id(call) in ids for call in message["tool_calls"]):
-            return message
-    return None
 
 
 def _synthesize(ctx: Context, position: int, synthesized: set[int]) -> int:

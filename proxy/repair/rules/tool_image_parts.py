@@ -19,7 +19,7 @@ from typing import Any
 
 from proxy.repair.content import as_text, is_media_part
 from proxy.repair.context import Context
-from proxy.repair.history import block_end, call_turns, result_id
+from proxy.repair.history import block_end, is_call_turn, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM206", "tool-image-parts", ("E-TOOL-IMG", "OAI-10"))
@@ -30,7 +30,13 @@ MEDIA_MOVED_NOTE = "[toolmend] The media this tool returned follows in the next 
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
-    for turn in call_turns(messages):
+    if not any(m.get("role") == "tool" and type(m.get("content")) is list for m in messages):
+        return
+    turn = 0
+    while turn < len(messages):
+        if not is_call_turn(messages[turn]):
+            turn += 1
+            continue
         end = block_end(messages, turn)
         carried: list[Any] = []
         for message in messages[turn + 1 : end]:
@@ -45,3 +51,4 @@ def apply(ctx: Context) -> None:
             ctx.report(RULE, message, "moved", f"{len(media)} media part(s) of {result_id(message)} moved to a user message after the block", turn)
         if carried:
             messages.insert(end, {"role": "user", "content": carried})
+        turn = end

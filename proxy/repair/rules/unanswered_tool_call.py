@@ -17,7 +17,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import block_end, call_turns, declared_ids, result_id
+from proxy.repair.history import block_end, declared_ids, is_call_turn
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2"))
@@ -25,10 +25,15 @@ RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
-    for turn in call_turns(messages):
-        end = block_end(messages, turn)
-        answered = {result_id(m) for m in messages[turn + 1 : end]}
+    position = 0
+    while position < len(messages):
+        if not is_call_turn(messages[position]):
+            position += 1
+            continue
+        turn, end = position, block_end(messages, position)
+        answered = {m.get("tool_call_id") for m in messages[turn + 1 : end]}
         missing = [cid for cid in declared_ids(messages[turn]) if cid not in answered]
         for offset, cid in enumerate(missing):
             messages.insert(end + offset, {"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
             ctx.report(RULE, messages[turn], "inserted", f"placeholder result for unanswered call {cid}", turn)
+        position = end + len(missing)

@@ -1,0 +1,157 @@
+"""The engine's behaviour beyond the docstring examples: policies, memory, grouping, indexes, purity."""
+
+import copy
+
+import pytest
+
+from proxy.repair import DEFAULT_PLACEHOLDER, Policy, orphan_call_ids, repair
+from tests.support.strict_validator import violations
+
+USER = {"role": "user", "content": "Weather in Paris and Rome?"}
+
+
+def call(cid: str, name: str = "weather", arguments: str = '{"city": "Paris"}', **extra) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}, **extra}
+
+
+def result(cid: str, content: str = "18C", **extra) -> dict:
+    return {"role": "tool", "tool_call_id": cid, "content": content, **extra}
+
+
+def turn(*calls: dict, content=None) -> dict:
+    return {"tool_calls": list(calls), "content": content, "reasoning_content": None}
+
+
+def memory(*turns: dict):
+    by_id = {c["id"]: t for t in turns for c in t["tool_calls"]}
+    return lambda ids: {cid: by_id[cid] for cid in ids if cid in by_id}
+
+
+def fix(messages: list, recall=lambda ids: {}, **policy) -> tuple[list, list]:
+    result = repair({"messages": messages}, recall=recall, policy=Policy(**policy))
+    if result.rejected is None:
+        assert violations(result.body, skip=("S12",)) == []
+    return result.body["messages"], list(result.findings)
+
+
+def test_orphans_of_one_turn_get_one_assistant_message_with_exact_calls() -> None:
+    gemini = call("c1", extra_content={"google": {"thought_signature": "sig=="}})
+    remembered = turn(gemini, call("c2", arguments='{"city":"Rome"}'))
+    messages, findings = fix([USER, result("c1"), result("c2", "24C")], memory(remembered))
+    assert messages == [USER, {"role": "assistant", "content": None, "tool_calls": remembered["tool_calls"]},
+                        result("c1"), result("c2", "24C")]
+    assert [(f.code, f.index, f.action) for f in findings] == [("TM101", 1, "inserted")]
+
+
+def test_orphans_of_two_turns_get_two_assistant_messages() -> None:
+    first, second = turn(call("a1")), turn(call("b1", name="time"))
+    messages, _ = fix([USER, result("a1"), result("b1")], memory(first, second))
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert messages[3]["tool_calls"] == second["tool_calls"]
+
+
+def test_remembered_call_without_result_gets_a_placeholder() -> None:
+    messages, findings = fix([USER, result("c1")], memory(turn(call("c1"), call("c2"))))
+    assert messages[-1] == {"role": "tool", "tool_call_id": "c2", "content": DEFAULT_PLACEHOLDER}
+    assert [f.code for f in findings] == ["TM101", "TM104"]
+
+
+def test_kept_text_gets_the_calls_attached() -> None:
+    text = {"role": "assistant", "content": "Checking both."}
+    messages, findings = fix([USER, text, result("c1")], memory(turn(call("c1"))))
+    assert messages[1] == {"role": "assistant", "content": "Checking both.", "tool_calls": [call("c1")]}
+    assert findings[0].action == "attached"
+
+
+def test_partially_kept_turn_is_restored_in_order() -> None:
+    kept = {"role": "assistant", "content": None, "tool_calls": [call("c2", arguments='{"city":"Rome"}')]}
+    full = turn(call("c1"), call("c2", arguments='{"city":"Rome"}'))
+    messages, _ = fix([USER, kept, result("c2"), result("c1")], memory(full))
+    assert [c["id"] for c in messages[1]["tool_calls"]] == ["c1", "c2"]
+    assert {m["tool_call_id"] for m in messages[2:]} == {"c1", "c2"}
+
+
+def test_memory_is_never_aliased() -> None:
+    remembered = turn(call("c1"))
+    snapshot = copy.deepcopy(remembered)
+    messages, _ = fix([USER, result("c1")], memory(remembered))
+    messages[1]["tool_calls"][0]["id"] = "changed"
+    assert remembered == snapshot
+
+
+@pytest.mark.parametrize(
+    ("orphan", "tools", "expected"),
+    [
+        (result("c1", name="lookup"), None, "lookup"),
+        (result("c1"), [{"type": "function", "function": {"name": "only_tool"}}], "only_tool"),
+        (result("c1"), [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}], "unknown_tool"),
+    ],
+)
+def test_synthesized_name(orphan: dict, tools, expected: str) -> None:
+    body = {"messages": [USER, orphan], "tools": tools}
+    result_ = repair(body)
+    assert result_.body["messages"][1]["tool_calls"] == [call("c1", name=expected, arguments="{}")]
+    assert result_.findings[0].action == "synthesized"
+
+
+def test_consecutive_unknown_orphans_share_one_synthesized_turn() -> None:
+    messages, findings = fix([USER, result("x1"), result("x2")])
+    assert [c["id"] for c in messages[1]["tool_calls"]] == ["x1", "x2"] and len(messages) == 4
+    assert [f.index for f in findings] == [1, 2]
+
+
+def test_drop_policy_removes_unknown_orphans_only() -> None:
+    messages, findings = fix([USER, result("x1"), result("c1")], memory(turn(call("c1"))), orphans="drop")
+    assert result("x1") not in messages and result("c1") in messages
+    assert [(f.code, f.index, f.action) for f in findings] == [("TM101", 1, "removed"), ("TM101", 2, "inserted")]
+
+
+def test_reject_policy_names_index_and_forwards_nothing() -> None:
+    body = {"messages": [USER, {"role": "assistant", "content": "hi"}, result("x1")]}
+    outcome = repair(body, policy=Policy(orphans="reject"))
+    assert outcome.rejected is not None and outcome.rejected.index == 2 and outcome.rejected.code == "TM101"
+    assert outcome.body is body and not outcome.changed
+
+
+def test_findings_point_at_the_clients_indexes_after_insertions() -> None:
+    messages = [USER, result("x1"), {"role": "user", "content": "next"}, {"role": "assistant", "content": None}]
+    _, findings = fix(messages)
+    assert [(f.code, f.index) for f in findings] == [("TM101", 1), ("TM109", 3)]
+
+
+def test_input_is_never_mutated() -> None:
+    body = {"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "w", "arguments": {"a": 1}}}]}]}
+    snapshot = copy.deepcopy(body)
+    assert repair(body).changed
+    assert body == snapshot
+
+
+def test_nameless_result_with_ambiguous_name_becomes_an_orphan() -> None:
+    calls = {"role": "assistant", "content": None, "tool_calls": [call("c1"), call("c2")]}
+    messages, findings = fix([USER, calls, {"role": "tool", "name": "weather", "content": "18C"}])
+    assert findings[0].code == "TM106" and findings[0].action == "added"
+    assert all(m["role"] != "tool" or m["tool_call_id"] for m in messages)
+
+
+def test_two_different_real_results_are_merged_not_lost() -> None:
+    calls = {"role": "assistant", "content": None, "tool_calls": [call("c1")]}
+    messages, findings = fix([USER, calls, result("c1", "first"), result("c1", "second")])
+    assert messages[2]["content"] == "first\n\nsecond" and len(messages) == 3
+    assert findings[0].code == "TM108"
+
+
+def test_custom_tool_calls_are_not_touched() -> None:
+    custom = {"id": "c1", "type": "custom", "custom": {"name": "grammar", "input": "x"}}
+    body = {"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [custom]}, result("c1")]}
+    assert repair(body).findings == ()
+
+
+def test_orphan_call_ids_lists_only_undeclared_results() -> None:
+    calls = {"role": "assistant", "content": None, "tool_calls": [call("c1")]}
+    assert orphan_call_ids([USER, calls, result("c1"), result("x1"), result("x1"), result("x2")]) == ["x1", "x2"]
+    assert orphan_call_ids("not a list") == []
+
+
+def test_unknown_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="orphan policy"):
+        Policy(orphans="ignore")
