@@ -1,0 +1,622 @@
+#!/usr/bin/env python3
+"""toolmend benchmark harness: one command, every target, the numbers bench-notes compares.
+
+    python bench/run.py                              # all targets, JSON and streaming
+    python bench/run.py --duration 3 --targets direct,nginx,naive
+    python bench/run.py --rounds 2 --target w2='{python} -m proxy serve --workers 2 --upstream {upstream} --port {port}'
+
+What it does: starts the nginx+Lua mock upstream (fixed answers) pinned to CPU 0, then for each
+target starts the proxy under test pinned to CPU 1, waits until it answers (10 s at most),
+checks one JSON and one streamed answer, warms it up and measures it with wrk (pinned to
+CPU 0): 32 connections for throughput and p50/p99, then 1 connection for latency; first
+with bench/request.json, then with bench/request_stream.json. The proxy's CPU time (user +
+system of the process and all its descendants, from /proc) is divided by the requests served.
+With --rounds N the targets are measured N times, in a rotated order, and medians reported.
+
+Command placeholders for --target: {port} (where the proxy must listen), {upstream}
+(http://127.0.0.1:MOCKPORT/v1), {mock_port}, {python} (this interpreter), {repo}.
+Commands run through `sh -c 'exec ...'` from the repository root.
+
+Stdlib only; needs nginx with the Lua module, wrk and taskset (see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+MOCK_DIR = BENCH / "mock"
+TEMPLATE = MOCK_DIR / "nginx.conf.template"
+POST_LUA = BENCH / "post.lua"
+REQUEST = {"json": BENCH / "request.json", "stream": BENCH / "request_stream.json"}
+RESULTS = BENCH / "results" / "latest.json"
+NGINX_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
+APT_HINT = "apt-get install -y nginx libnginx-mod-http-lua wrk"
+
+BUILTIN = {
+    "direct": None,  # the mock itself
+    "nginx": None,  # nginx proxy_pass with a keepalive upstream, rendered from the template
+    "naive": "{python} bench/naive_proxy.py --upstream {upstream} --port {port}",
+    "toolmend": "{python} -m proxy serve --upstream {upstream} --host 127.0.0.1 --port {port}",
+}
+BASELINES = ("direct", "nginx", "naive")
+START_TIMEOUT = 10.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# ----------------------------------------------------------------------------- utilities
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def render_nginx(rundir: Path, role: str, mock_port: int, proxy_port: int) -> Path:
+    """Write rundir/nginx.conf from the template, keeping the server blocks of `role`."""
+    text = TEMPLATE.read_text()
+    for block in ("mock", "proxy"):
+        if role not in (block, "both"):
+            text = re.sub(rf"#@{block}-begin.*?#@{block}-end\n", "", text, flags=re.S)
+    user_line = "user root root;" if os.geteuid() == 0 else ""
+    for key, value in {
+        "RUNDIR": str(rundir),
+        "LUADIR": str(MOCK_DIR),
+        "MOCK_PORT": str(mock_port),
+        "PROXY_PORT": str(proxy_port),
+        "USER_LINE": user_line,
+    }.items():
+        text = text.replace("{{" + key + "}}", value)
+    rundir.mkdir(parents=True, exist_ok=True)
+    conf = rundir / "nginx.conf"
+    conf.write_text(text)
+    return conf
+
+
+def nginx_cmd(rundir: Path) -> str:
+    return f"nginx -p {rundir}/ -c {rundir}/nginx.conf -e {rundir}/error.log"
+
+
+def proc_tree(root: int) -> list[int]:
+    """root and all its live descendants."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """utime+stime (+ reaped children's) of root and its descendants, in seconds."""
+    ticks = 0
+    for pid in proc_tree(root):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17
+        ticks += sum(int(x) for x in fields[11:15])
+    return ticks / CLK_TCK
+
+
+class Proc:
+    """A process started in its own session, pinned with taskset, logging to rundir."""
+
+    def __init__(self, name: str, command: str, cpus: str, rundir: Path):
+        self.name = name
+        self.command = command
+        self.log_path = rundir / f"{name}.log"
+        self._log = open(self.log_path, "wb")
+        self.popen = subprocess.Popen(
+            ["taskset", "-c", cpus, "sh", "-c", "exec " + command],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, n: int = 12) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)  # our own session's group only
+            except ProcessLookupError:
+                pass
+            try:
+                self.popen.wait(timeout=8)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.popen.wait(timeout=5)
+        else:
+            # The leader is gone; make sure nothing it left in its group survives.
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self._log.close()
+
+
+def post(port: int, body: bytes, timeout: float = 5.0) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            body=body,
+            headers={"Content-Type": "application/json", "Authorization": "Bearer sk-bench"},
+        )
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def wait_ready(port: int, proc: Proc | None, timeout: float = START_TIMEOUT) -> str | None:
+    """Poll until the port answers an HTTP request. Returns None when up, else a reason."""
+    body = REQUEST["json"].read_bytes()
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if proc is not None and not proc.alive():
+            return f"exited with code {proc.popen.returncode}"
+        try:
+            post(port, body, timeout=2.0)
+            return None
+        except (OSError, http.client.HTTPException) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        time.sleep(0.1)
+    return f"did not answer within {timeout:.0f} s ({last})"
+
+
+def check_answers(port: int) -> str | None:
+    """One JSON and one streamed request must come back as the mock sent them."""
+    status, data = post(port, REQUEST["json"].read_bytes())
+    if status != 200:
+        return f"JSON request answered {status}: {data[:200]!r}"
+    try:
+        msg = json.loads(data)["choices"][0]["message"]
+        assert msg["tool_calls"][0]["function"]["name"] == "get_weather"
+    except Exception:
+        return f"JSON answer is not the mock's: {data[:200]!r}"
+    status, data = post(port, REQUEST["stream"].read_bytes())
+    if status != 200:
+        return f"stream request answered {status}: {data[:200]!r}"
+    events = [e for e in data.replace(b"\r\n", b"\n").split(b"\n\n") if e.strip()]
+    if len(events) != 21 or events[-1].strip() != b"data: [DONE]":
+        return f"stream answer has {len(events)} events (want 20 chunks + [DONE])"
+    return None
+
+
+def run_wrk(port: int, scenario: str, conns: int, threads: int, duration: int, cpus: str) -> dict:
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    cmd = [
+        "taskset", "-c", cpus, "wrk", f"-t{threads}", f"-c{conns}", f"-d{duration}s",
+        "--timeout", "10s", "-s", str(POST_LUA), url, "--", str(REQUEST[scenario]),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60, cwd=REPO)
+    m = re.search(r"^BENCH_RESULT (\{.*\})$", out.stdout, re.M)
+    if out.returncode != 0 or not m:
+        raise RuntimeError(f"wrk failed ({out.returncode}): {out.stdout[-500:]} {out.stderr[-500:]}")
+    return json.loads(m.group(1))
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+class Target:
+    def __init__(self, name: str, command: str | None):
+        self.name = name
+        self.command = command
+        self.status = "pending"  # ok | unavailable
+        self.note = ""
+        self.proc: Proc | None = None
+        self.port = 0
+
+    def start(self, ctx: "Ctx") -> str | None:
+        """Start the target (if it is a process). Returns None when it answers, else a reason."""
+        if self.name == "direct":
+            self.port, self.proc = ctx.mock_port, None
+            return None
+        self.port = free_port()
+        if self.name == "nginx":
+            rundir = ctx.rundir / f"nginx-proxy-{self.port}"
+            render_nginx(rundir, "proxy", ctx.mock_port, self.port)
+            command = nginx_cmd(rundir)
+        else:
+            command = self.command or ""
+            for key, value in {
+                "port": str(self.port),
+                "upstream": f"http://127.0.0.1:{ctx.mock_port}/v1",
+                "mock_port": str(ctx.mock_port),
+                "python": sys.executable,
+                "repo": str(REPO),
+            }.items():
+                command = command.replace("{" + key + "}", value)
+        self.proc = Proc(f"{self.name}-{self.port}", command, ctx.args.proxy_cpus, ctx.rundir)
+        reason = wait_ready(self.port, self.proc)
+        if reason is None:
+            try:
+                reason = check_answers(self.port)
+            except (OSError, http.client.HTTPException) as exc:
+                reason = f"check failed: {type(exc).__name__}: {exc}"
+        if reason is not None:
+            tail = self.proc.tail()
+            self.stop()
+            return reason + (f"\n    log: {tail.replace(chr(10), chr(10) + '    log: ')}" if tail else "")
+        return None
+
+    def cpu(self) -> float | None:
+        return tree_cpu_seconds(self.proc.pid) if self.proc else None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+            self.proc = None
+
+
+class Ctx:
+    def __init__(self, args: argparse.Namespace, rundir: Path, mock_port: int):
+        self.args, self.rundir, self.mock_port = args, rundir, mock_port
+
+
+def measure(ctx: Ctx, target: Target, scenario: str, round_no: int) -> list[dict]:
+    a = ctx.args
+    out = []
+    if a.warmup > 0:
+        run_wrk(target.port, scenario, a.connections, 2, a.warmup, a.load_cpus)
+    plan = [(a.connections, 2, a.duration), (1, 1, a.duration1)]
+    for conns, threads, duration in plan:
+        if target.proc is not None and not target.proc.alive():
+            raise RuntimeError(f"{target.name} died: {target.proc.tail()}")
+        cpu0 = target.cpu()
+        res = run_wrk(target.port, scenario, conns, threads, duration, a.load_cpus)
+        cpu1 = target.cpu()
+        secs = res["duration_us"] / 1e6
+        n = res["requests"]
+        errors = sum(res[k] for k in res if k.startswith("err_"))
+        row = {
+            "target": target.name,
+            "scenario": scenario,
+            "connections": conns,
+            "round": round_no,
+            "requests": n,
+            "seconds": round(secs, 3),
+            "rps": n / secs if secs else 0.0,
+            "p50_ms": res["p50_us"] / 1000,
+            "p90_ms": res["p90_us"] / 1000,
+            "p99_ms": res["p99_us"] / 1000,
+            "p999_ms": res["p999_us"] / 1000,
+            "max_ms": res["lat_max_us"] / 1000,
+            "errors": errors,
+            "wrk": res,
+            "cpu_us_per_req": ((cpu1 - cpu0) * 1e6 / n) if (cpu0 is not None and n) else None,
+        }
+        out.append(row)
+        log(
+            f"  {target.name:<10} {scenario:<6} c={conns:<3} {row['rps']:>10.0f} req/s  "
+            f"p50 {row['p50_ms']:.3f} ms  p99 {row['p99_ms']:.3f} ms  "
+            f"cpu {fmt(row['cpu_us_per_req'], 0)} us/req  errors {errors}"
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.{digits}f}"
+
+
+def summarize(runs: list[dict]) -> dict:
+    summary: dict = {}
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault((r["scenario"], r["target"], r["connections"]), []).append(r)
+    for (scenario, target, conns), rows in groups.items():
+        med = {}
+        for key in ("rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "cpu_us_per_req"):
+            vals = [r[key] for r in rows if r[key] is not None]
+            med[key] = statistics.median(vals) if vals else None
+        med["errors"] = sum(r["errors"] for r in rows)
+        med["rounds"] = len(rows)
+        summary.setdefault(scenario, {}).setdefault(target, {})[f"c{conns}"] = med
+    return summary
+
+
+def get(summary: dict, scenario: str, target: str, conns: str, key: str):
+    return summary.get(scenario, {}).get(target, {}).get(conns, {}).get(key)
+
+
+def ratios(summary: dict, candidates: list[str], conns: int) -> dict:
+    c = f"c{conns}"
+    out: dict = {}
+    for cand in candidates + ["naive"]:
+        r: dict = {}
+        for scenario in summary:
+            def div(a, b):
+                return a / b if a is not None and b else None
+
+            def sub(a, b):
+                return a - b if a is not None and b is not None else None
+
+            r[scenario] = {
+                f"throughput_vs_naive_{c}": div(get(summary, scenario, cand, c, "rps"), get(summary, scenario, "naive", c, "rps")),
+                f"p99_vs_naive_{c}": div(get(summary, scenario, cand, c, "p99_ms"), get(summary, scenario, "naive", c, "p99_ms")),
+                "added_p50_ms_c1": sub(get(summary, scenario, cand, "c1", "p50_ms"), get(summary, scenario, "direct", "c1", "p50_ms")),
+                "added_p99_ms_c1": sub(get(summary, scenario, cand, "c1", "p99_ms"), get(summary, scenario, "direct", "c1", "p99_ms")),
+            }
+        out[cand] = r
+    return out
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines)
+
+
+def report(summary: dict, rat: dict, targets: list[Target], args: argparse.Namespace) -> str:
+    c = f"c{args.connections}"
+    rounds = f"median of {args.rounds} rounds" if args.rounds > 1 else "1 round"
+    parts = []
+    for scenario in [s for s in ("json", "stream") if s in summary]:
+        unit = "req/s" if scenario == "json" else "streams/s"
+        title = "Non-streaming (JSON)" if scenario == "json" else "Streaming (20 chunks + [DONE])"
+        names = [t.name for t in targets if t.name in summary[scenario]]
+        rows = []
+        for n in names:
+            rows.append([
+                n,
+                fmt(get(summary, scenario, n, c, "rps"), 0),
+                fmt(get(summary, scenario, n, c, "p50_ms"), 3),
+                fmt(get(summary, scenario, n, c, "p99_ms"), 3),
+                fmt(get(summary, scenario, n, c, "cpu_us_per_req"), 0),
+                str(get(summary, scenario, n, c, "errors")),
+            ])
+        parts.append(f"== {title}, {args.connections} connections, {args.duration} s ({rounds}) ==")
+        parts.append(table(["target", unit, "p50 ms", "p99 ms", "proxy CPU us/req", "errors"], rows))
+        rows = []
+        direct = get(summary, scenario, "direct", "c1", "p50_ms")
+        for n in names:
+            p50 = get(summary, scenario, n, "c1", "p50_ms")
+            rows.append([
+                n,
+                fmt(get(summary, scenario, n, "c1", "rps"), 0),
+                fmt(p50, 3),
+                fmt(p50 - direct if p50 is not None and direct is not None else None, 3),
+                fmt(get(summary, scenario, n, "c1", "p99_ms"), 3),
+                fmt(get(summary, scenario, n, "c1", "cpu_us_per_req"), 0),
+                str(get(summary, scenario, n, "c1", "errors")),
+            ])
+        parts.append(f"\n== {title}, 1 connection, {args.duration1} s ({rounds}) ==")
+        parts.append(table(["target", unit, "p50 ms", "p50 added vs direct", "p99 ms", "proxy CPU us/req", "errors"], rows))
+        parts.append("")
+
+    def verdict(value, ok) -> str:
+        if value is None:
+            return "n/a"
+        return "PASS" if ok(value) else "FAIL"
+
+    parts.append("== Ratios the project cares about ==")
+    rows = []
+    for cand, r in rat.items():
+        js, st = r.get("json", {}), r.get("stream", {})
+        thr = js.get(f"throughput_vs_naive_{c}")
+        p99 = js.get(f"p99_vs_naive_{c}")
+        add = js.get("added_p50_ms_c1")
+        is_goal = cand != "naive"
+        rows.append([
+            cand,
+            fmt(thr, 2) + f" {verdict(thr, lambda v: v >= 2)}" if is_goal else "-",
+            fmt(p99, 2) + f" {verdict(p99, lambda v: v <= 0.5)}" if is_goal else "-",
+            fmt(add, 3) + (f" {verdict(add, lambda v: v < 0.5)}" if is_goal else ""),
+            fmt(st.get(f"throughput_vs_naive_{c}") if is_goal else None, 2),
+            fmt(st.get(f"p99_vs_naive_{c}") if is_goal else None, 2),
+            fmt(st.get("added_p50_ms_c1"), 3),
+        ])
+    parts.append(table([
+        "target",
+        f"JSON thr/naive @{args.connections} (>=2)",
+        f"JSON p99/naive @{args.connections} (<=0.5)",
+        "JSON added p50 @1 ms (<0.5)",
+        f"stream thr/naive @{args.connections}",
+        f"stream p99/naive @{args.connections}",
+        "stream added p50 @1 ms",
+    ], rows))
+    down = [t for t in targets if t.status != "ok"]
+    if down:
+        parts.append("")
+        for t in down:
+            parts.append(f"target {t.name}: {t.status.upper()}: {t.note.splitlines()[0] if t.note else ''}")
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def preflight() -> None:
+    missing = [tool for tool in ("nginx", "wrk", "taskset") if shutil.which(tool) is None]
+    missing += [m for m in NGINX_MODULES if not os.path.exists(m)]
+    if missing:
+        sys.exit(f"missing: {', '.join(missing)}\ninstall with: {APT_HINT}")
+    if (os.cpu_count() or 1) < 2:
+        log("warning: fewer than 2 CPUs; pinning load and proxy to separate cores is impossible")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="toolmend benchmark harness", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--duration", type=int, default=None, help="seconds per measurement (default 10 at 32 connections, 5 at 1)")
+    p.add_argument("--duration1", type=int, default=None, help="seconds per 1-connection measurement (default: 5, or --duration)")
+    p.add_argument("--warmup", type=int, default=2, help="seconds of 32-connection warm-up before each scenario (0: none)")
+    p.add_argument("--rounds", type=int, default=1, help="measure every target N times, interleaved; report medians")
+    p.add_argument("--only", choices=("json", "stream"), help="one scenario only")
+    p.add_argument("--targets", help="comma-separated targets to run (default: all built-in and --target ones)")
+    p.add_argument("--target", action="append", default=[], metavar="NAME=CMD", help="extra target: shell command with {port} and {upstream}")
+    p.add_argument("--connections", type=int, default=32)
+    p.add_argument("--load-cpus", default="0", help="CPUs for the mock and wrk (taskset -c)")
+    p.add_argument("--proxy-cpus", default="1", help="CPUs for the proxy under test (taskset -c)")
+    p.add_argument("--out", default=str(RESULTS), help="JSON results file")
+    p.add_argument("--keep", action="store_true", help="keep the run directory (configs and logs)")
+    p.add_argument("--render-mock", metavar="DIR", help="only write an nginx.conf with both server blocks into DIR and print how to run it")
+    a = p.parse_args(argv)
+    if a.duration1 is None:
+        a.duration1 = a.duration if a.duration is not None else 5
+    if a.duration is None:
+        a.duration = 10
+    if min(a.duration, a.duration1) < 1 or a.rounds < 1:
+        p.error("durations and rounds must be >= 1")
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.render_mock:
+        d = Path(args.render_mock).resolve()
+        render_nginx(d, "both", 8080, 8081)
+        print(f"wrote {d}/nginx.conf (mock on 127.0.0.1:8080, proxy_pass on 127.0.0.1:8081)")
+        print(f"run: {nginx_cmd(d)}")
+        return 0
+    preflight()
+
+    commands = dict(BUILTIN)
+    for spec in args.target:
+        name, sep, cmd = spec.partition("=")
+        if not sep or not name or not cmd:
+            sys.exit(f"--target wants NAME=COMMAND, got {spec!r}")
+        commands[name.strip()] = cmd
+    names = [n.strip() for n in args.targets.split(",")] if args.targets else list(commands)
+    for n in names:
+        if n not in commands:
+            sys.exit(f"unknown target {n!r}; known: {', '.join(commands)}")
+    targets = [Target(n, commands[n]) for n in names]
+    scenarios = [args.only] if args.only else ["json", "stream"]
+
+    rundir = Path(tempfile.mkdtemp(prefix="toolmend-bench-"))
+    mock_port = free_port()
+    render_nginx(rundir / "mock", "mock", mock_port, 0)
+    mock = Proc("mock", nginx_cmd(rundir / "mock"), args.load_cpus, rundir)
+    ctx = Ctx(args, rundir, mock_port)
+    runs: list[dict] = []
+    started = time.time()
+    try:
+        reason = wait_ready(mock_port, mock) or check_answers(mock_port)
+        if reason:
+            sys.exit(f"mock upstream failed: {reason}\n{mock.tail()}")
+        log(f"mock upstream on 127.0.0.1:{mock_port} (pid {mock.pid}); run dir {rundir}")
+        for round_no in range(args.rounds):
+            k = round_no % len(targets)
+            order = targets[k:] + targets[:k]
+            log(f"round {round_no + 1}/{args.rounds}: {', '.join(t.name for t in order)}")
+            for t in order:
+                if t.status == "unavailable":
+                    continue
+                reason = t.start(ctx)
+                if reason is not None:
+                    t.status, t.note = "unavailable", reason
+                    log(f"  {t.name:<10} UNAVAILABLE: {reason}")
+                    continue
+                t.status = "ok"
+                try:
+                    for scenario in scenarios:
+                        runs.extend(measure(ctx, t, scenario, round_no + 1))
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    t.status, t.note = "unavailable", f"failed during measurement: {exc}"
+                    log(f"  {t.name:<10} FAILED: {exc}")
+                finally:
+                    t.stop()
+    finally:
+        for t in targets:
+            t.stop()
+        mock.stop()
+        if not args.keep:
+            shutil.rmtree(rundir, ignore_errors=True)
+
+    summary = summarize(runs)
+    candidates = [t.name for t in targets if t.name not in BASELINES]
+    rat = ratios(summary, candidates, args.connections)
+    print(report(summary, rat, targets, args))
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "meta": {
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "elapsed_s": round(time.time() - started, 1),
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "nginx": subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip(),
+            "args": vars(args),
+            "method": "mock+wrk on CPUs %s, proxy on CPUs %s; wrk -t2 -c%d / -t1 -c1; warm-up %d s"
+            % (args.load_cpus, args.proxy_cpus, args.connections, args.warmup),
+        },
+        "targets": {
+            t.name: {"command": t.command, "status": t.status, "note": t.note} for t in targets
+        },
+        "summary": summary,
+        "ratios": rat,
+        "runs": runs,
+    }
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    log(f"results written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
