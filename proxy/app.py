@@ -1,4 +1,4 @@
-"""Builds the Starlette app: routes, and a lifespan that opens the upstream client and the memory store."""
+"""Builds the Starlette app: routes, and a lifespan that opens the upstream transport and the memory store."""
 
 import contextlib
 import logging
@@ -18,6 +18,7 @@ from proxy.memory import Store, open_store
 from proxy.passthrough import pass_through
 from proxy.repair import Policy, get_profile
 from proxy.state import ProxyState
+from proxy.transport import FastTransport
 
 log = logging.getLogger("toolmend")
 
@@ -25,20 +26,17 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> Starlette:
-    """The proxy as an ASGI app. ``transport`` and ``store`` replace the real ones (tests, benchmarks)."""
+    """The proxy as an ASGI app. ``transport`` and ``store`` replace the real ones (tests, benchmarks).
+
+    Tests pass ``httpx.AsyncHTTPTransport()``, which respx intercepts."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(settings.upstream_timeout),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-            follow_redirects=False,
-        )
+        upstream_transport = transport if transport is not None else FastTransport()
         memory = store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries)
         app.state.proxy = ProxyState(
             settings=settings,
-            upstream=Upstream(settings.upstream, client, settings.upstream_api_key),
+            upstream=Upstream(settings.upstream, upstream_transport, settings.upstream_timeout, settings.upstream_api_key),
             store=memory,
             profile=get_profile(settings.profile),
             policy=Policy(orphans=settings.orphan_policy),
@@ -47,14 +45,14 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
         try:
             yield
         finally:
-            await client.aclose()
+            await upstream_transport.aclose()
             await memory.close()
 
     return Starlette(
         routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/{path:path}", pass_through, methods=METHODS),
         ],
         exception_handlers={404: not_found, 405: not_allowed},

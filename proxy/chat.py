@@ -12,6 +12,7 @@ import orjson
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from proxy.disconnect import ClientGone, unless_client_leaves
 from proxy.errors import error_response
 from proxy.forward import UpstreamError
 from proxy.relay import StreamRelay, relay_chat
@@ -24,6 +25,10 @@ log = logging.getLogger("toolmend")
 REPAIRS_HEADER = b"x-toolmend-repairs"
 # The proxy parses chat answers to remember tool calls, so it asks the upstream for them uncompressed.
 DROP_FOR_CHAT = frozenset((b"accept-encoding",))
+
+
+#: nginx's status for "the client closed the request": logged, never seen by the departed client.
+CLIENT_CLOSED_REQUEST = 499
 
 
 class BodyTooLarge(Exception):
@@ -40,7 +45,7 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
     except BodyTooLarge:
         return error_response(413, f"Request body is larger than {state.settings.max_body_bytes} bytes.", code="request_too_large")
     except ClientDisconnect:
-        return Response(status_code=499)
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -61,15 +66,19 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
             log.info("repaired request_id=%s tenant=%s repairs=%s", _request_id(request), tenant[:8], summary)
 
     upstream = state.upstream
+    sending = upstream.send(
+        "POST",
+        upstream.url(request.scope["raw_path"], request.scope["query_string"]),
+        upstream.request_headers(request.headers.raw, DROP_FOR_CHAT),
+        outgoing,
+    )
     try:
-        answer = await upstream.send(
-            "POST",
-            upstream.url(request.url.path, request.scope["query_string"]),
-            upstream.request_headers(request.headers.raw, DROP_FOR_CHAT),
-            outgoing,
-        )
+        answer = await unless_client_leaves(sending, request.receive)
     except UpstreamError as exc:
         return exc.response()
+    except ClientGone:
+        log.info("client left before the upstream answered; upstream request cancelled request_id=%s", _request_id(request))
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
 
     async def remember(turns: list[Turn]) -> None:
         await state.store.remember(tenant, turns)

@@ -4,6 +4,7 @@ A flag wins over its environment variable, which wins over the default. Every pr
 one-line ``ConfigError`` that says what is wrong and how to fix it.
 """
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -109,9 +110,9 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--orphan-policy {s.orphan_policy!r} is unknown; choose one of: {', '.join(ORPHAN_POLICIES)}")
     if urlsplit(s.memory).scheme not in MEMORY_SCHEMES:
         raise ConfigError(f"--memory {s.memory!r} is not supported; use one of: {', '.join(m + '://' for m in MEMORY_SCHEMES)}")
-    if s.memory_ttl <= 0 or s.memory_max_entries < 1:
-        raise ConfigError("--memory-ttl must be > 0 and --memory-max-entries >= 1")
-    if s.upstream_timeout <= 0:
+    if not (math.isfinite(s.memory_ttl) and s.memory_ttl > 0) or s.memory_max_entries < 1:
+        raise ConfigError("--memory-ttl must be a number of seconds > 0 and --memory-max-entries >= 1")
+    if not (math.isfinite(s.upstream_timeout) and s.upstream_timeout > 0):
         raise ConfigError(f"--upstream-timeout {s.upstream_timeout} must be > 0 seconds")
     if s.max_body_bytes < 1024:
         raise ConfigError(f"--max-body-bytes {s.max_body_bytes} is too small; use at least 1024")

@@ -1,9 +1,15 @@
-"""Talking to the upstream: which headers go where, one shared HTTP client, and network failures
-turned into OpenAI-shaped 502/504 answers."""
+"""Talking to the upstream: which headers go where, one pooled transport, and network failures turned
+into OpenAI-shaped 502/504 answers.
+
+Requests go straight to an httpx transport rather than through ``httpx.AsyncClient``: a proxy wants none
+of the client's extras, and one of them is harmful here (a shared cookie jar would carry one tenant's
+upstream cookies into another tenant's requests).
+"""
 
 from collections.abc import AsyncIterator, Iterable
 
 import httpx
+from starlette.responses import Response
 
 from proxy.errors import error_response
 
@@ -12,53 +18,81 @@ HOP_BY_HOP = frozenset(
     (b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"proxy-connection",
      b"te", b"trailer", b"transfer-encoding", b"upgrade")
 )
-# Recomputed for the body actually sent.
+# Set again for the body actually sent.
 RECOMPUTED = frozenset((b"host", b"content-length"))
+CREDENTIALS = frozenset((b"authorization", b"api-key", b"x-api-key"))
 
 RawHeaders = list[tuple[bytes, bytes]]
 
 
 class UpstreamError(Exception):
-    """The upstream could not be reached or did not answer in time."""
+    """The upstream could not be reached, broke off, or did not answer in time."""
 
     def __init__(self, status: int, message: str, code: str) -> None:
         super().__init__(message)
         self.status, self.message, self.code = status, message, code
 
-    def response(self):
+    @classmethod
+    def from_httpx(cls, exc: httpx.HTTPError) -> "UpstreamError":
+        if isinstance(exc, httpx.TimeoutException):
+            return cls(504, "The upstream did not answer in time.", "upstream_timeout")
+        return cls(502, f"The upstream could not be reached or broke off ({type(exc).__name__}).", "upstream_unreachable")
+
+    def response(self) -> Response:
         return error_response(self.status, self.message, "upstream_error", None, self.code)
 
 
+def without_hop_by_hop(headers: Iterable[tuple[bytes, bytes]], also: frozenset[bytes] = frozenset()) -> RawHeaders:
+    """Drop hop-by-hop headers, including any the ``Connection`` header names (RFC 9110 7.6.1)."""
+    headers = list(headers)
+    named = {token.strip().lower() for name, value in headers if name.lower() == b"connection" for token in value.split(b",")}
+    skip = HOP_BY_HOP | also | named
+    return [(name, value) for name, value in headers if name.lower() not in skip]
+
+
 class Upstream:
-    """The configured upstream base URL and the HTTP client pooled connections to it."""
+    """The configured upstream: its base URL, the pooled transport to it, and the proxy's own key, if any."""
 
-    def __init__(self, base_url: str, client: httpx.AsyncClient, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str, transport: httpx.AsyncBaseTransport, timeout: float, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
-        self.client = client
+        self.transport = transport
         self.api_key = api_key
+        self._timeouts = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
+        self._urls: dict[tuple[bytes, bytes], httpx.URL] = {}
 
-    def url(self, path: str, query: bytes) -> str:
-        """The upstream URL for an incoming ``/v1/...`` path: the base already ends with the version."""
-        suffix = path[3:] if path.startswith("/v1") else path
-        return self.base_url + suffix + ("?" + query.decode("latin-1") if query else "")
+    def url(self, raw_path: bytes, query: bytes) -> httpx.URL:
+        """The upstream URL for an incoming ``/v1/...`` path (as sent, still percent-encoded): the base
+        already ends with the version."""
+        key = (raw_path, query)
+        url = self._urls.get(key)
+        if url is None:
+            suffix = raw_path[3:] if raw_path.startswith(b"/v1") else raw_path
+            url = httpx.URL(self.base_url + suffix.decode("latin-1") + ("?" + query.decode("latin-1") if query else ""))
+            if len(self._urls) < 1024:  # the chat path and a few others repeat; arbitrary paths do not
+                self._urls[key] = url
+        return url
 
     def request_headers(self, incoming: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes] = frozenset()) -> RawHeaders:
-        skip = HOP_BY_HOP | RECOMPUTED | drop
-        headers = [(name, value) for name, value in incoming if name.lower() not in skip]
+        headers = without_hop_by_hop(incoming, RECOMPUTED | drop)
         if self.api_key is not None:
-            headers = [(n, v) for n, v in headers if n.lower() not in (b"authorization", b"api-key", b"x-api-key")]
+            headers = [(name, value) for name, value in headers if name.lower() not in CREDENTIALS]
             headers.append((b"authorization", b"Bearer " + self.api_key.encode()))
         return headers
 
-    async def send(self, method: str, url: str, headers: RawHeaders, content: bytes | AsyncIterator[bytes] | None) -> httpx.Response:
-        request = httpx.Request(method, url, headers=headers, content=content)
+    async def send(self, method: str, url: httpx.URL, headers: RawHeaders,
+                   content: bytes | AsyncIterator[bytes] | None, length: int | None = None) -> httpx.Response:
+        """Send and return as soon as the response head arrived; the body is read by the caller.
+
+        A streamed ``content`` of known ``length`` keeps its Content-Length instead of going out chunked.
+        """
+        if length is not None and not isinstance(content, bytes):
+            headers = [*headers, (b"content-length", str(length).encode())]
+        request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
         try:
-            return await self.client.send(request, stream=True)
-        except httpx.TimeoutException:
-            raise UpstreamError(504, "The upstream did not answer in time.", "upstream_timeout") from None
+            return await self.transport.handle_async_request(request)
         except httpx.HTTPError as exc:
-            raise UpstreamError(502, f"The upstream could not be reached ({type(exc).__name__}).", "upstream_unreachable") from None
+            raise UpstreamError.from_httpx(exc) from None
 
 
 def response_headers(upstream: httpx.Response) -> RawHeaders:
-    return [(name, value) for name, value in upstream.headers.raw if name.lower() not in HOP_BY_HOP]
+    return without_hop_by_hop(upstream.headers.raw)

@@ -13,14 +13,17 @@ async def pass_through(request: Request) -> Response | StreamRelay:
     denied = state.authorize(request.headers.raw)
     if denied is not None:
         return denied
-    has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
+    declared = request.headers.get("content-length")
+    length = int(declared) if declared is not None and declared.isdigit() else None
+    has_body = length is not None or "transfer-encoding" in request.headers
     upstream = state.upstream
     try:
         answer = await upstream.send(
             request.method,
-            upstream.url(request.url.path, request.scope["query_string"]),
+            upstream.url(request.scope["raw_path"], request.scope["query_string"]),
             upstream.request_headers(request.headers.raw),
             request.stream() if has_body else None,
+            length,
         )
     except UpstreamError as exc:
         return exc.response()

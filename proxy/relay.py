@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from proxy.capture import StreamCapture, turns_from_json
-from proxy.forward import RawHeaders, response_headers
+from proxy.forward import RawHeaders, UpstreamError, response_headers
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
@@ -27,14 +27,13 @@ class StreamRelay:
     """An ASGI response that copies an upstream body to the client as it arrives."""
 
     def __init__(self, upstream: httpx.Response, headers: RawHeaders, capture: StreamCapture | None = None,
-                 on_complete: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_end: Callable[[], Awaitable[None]] | None = None) -> None:
         self.upstream = upstream
         self.headers = headers
         self.capture = capture
-        self.on_complete = on_complete
+        self.on_end = on_end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        completed = False
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
             try:
@@ -45,7 +44,6 @@ class StreamRelay:
                         feed(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
-                completed = True
             except httpx.HTTPError as exc:
                 # The status already went out: all that can be done is end the body and say why.
                 log.warning("upstream stream ended early: %s", type(exc).__name__)
@@ -54,9 +52,10 @@ class StreamRelay:
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.upstream.aclose()
+                    # Even a cut-off stream may have shown the client complete call ids it will answer.
+                    if self.on_end is not None:
+                        await self.on_end()
                 group.cancel_scope.cancel()
-        if completed and self.on_complete is not None:
-            await self.on_complete()
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
@@ -85,6 +84,8 @@ async def relay_chat(upstream: httpx.Response, remember: Remember, extra_headers
         return StreamRelay(upstream, headers, capture, remember_stream)
     try:
         body = await upstream.aread()
+    except httpx.HTTPError as exc:
+        return UpstreamError.from_httpx(exc).response()
     finally:
         await upstream.aclose()
     turns = turns_from_json(body)

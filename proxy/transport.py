@@ -1,0 +1,313 @@
+"""A lean HTTP/1.1 transport under httpx, for the one upstream a proxy talks to all day.
+
+httpx stays the client API (respx mocks it, tests and code speak it), but its default transport spends
+most of a proxy's CPU in connection-pool bookkeeping that walks every pooled connection on every request
+(encode/httpx#3215; measured in bench-notes.md). This transport keeps idle keep-alive connections per
+origin on a stack (last used, first reused: warm connections stay warm), writes each request with one
+call, and parses responses with httptools, the parser uvicorn uses. Bodies stream both ways with flow
+control; nothing is buffered beyond what the reader has not consumed yet.
+
+Failures map onto httpx's exceptions (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError...)
+so callers handle them as they would with httpx's own transport.
+"""
+
+import asyncio
+import ssl
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httptools
+import httpx
+
+Origin = tuple[str, str, int]
+
+#: Pause reading from the upstream when this much body is waiting for the client.
+READ_HIGH_WATER = 1024 * 1024
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; carries one exchange at a time."""
+
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.error: Exception | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._begin()
+
+    def _begin(self) -> None:
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head_done = False
+        self.complete = False
+        self.received_any = False
+        self.chunks: deque[bytes] = deque()
+        self.buffered = 0
+        self.paused = False
+        self.keep_alive = True
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.received_any = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"invalid HTTP response from the upstream: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.head_done and not self.complete and self._ends_at_close():
+            self.complete = True  # no length, not chunked: the body ended with the connection
+        elif not self.complete:
+            self.error = self.error or httpx.RemoteProtocolError("the upstream closed the connection mid-response")
+        self._wake()
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._drain = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+        self._drain = None
+
+    # httptools callbacks
+    def on_status(self, status: bytes) -> None:
+        self.reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        self.head_done = True
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+        self.buffered += len(body)
+        if self.buffered > READ_HIGH_WATER and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        # Only meaningful inside the parser's callbacks: llhttp resets it once the message is done.
+        self.keep_alive = self.keep_alive and self.parser.should_keep_alive()
+        self.complete = True
+        self._wake()
+
+    # helpers
+    def _ends_at_close(self) -> bool:
+        names = {name.lower() for name, _ in self.headers}
+        return b"content-length" not in names and b"transfer-encoding" not in names
+
+    def _fail(self, exc: Exception) -> None:
+        self.error = exc
+        self.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def wait(self, timeout: float | None) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._waiter
+        finally:
+            self._waiter = None
+
+    async def write(self, data: bytes) -> None:
+        if self.closed or self.transport is None:
+            raise httpx.WriteError("the upstream connection is closed")
+        self.transport.write(data)
+        if self._drain is not None:
+            await self._drain
+
+    def take_chunk(self) -> bytes:
+        chunk = self.chunks.popleft()
+        self.buffered -= len(chunk)
+        if self.paused and self.buffered < READ_HIGH_WATER // 2 and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return chunk
+
+    def head_only(self) -> None:
+        self.complete = True
+        self.keep_alive = False
+
+    @property
+    def reusable(self) -> bool:
+        return self.complete and self.keep_alive and not self.closed and self.error is None
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, connection: _Connection, pool: "FastTransport", read_timeout: float | None) -> None:
+        self.connection = connection
+        self.pool = pool
+        self.read_timeout = read_timeout
+        self.released = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        connection = self.connection
+        while True:
+            if connection.chunks:
+                yield connection.take_chunk()
+            elif connection.complete:
+                break
+            elif connection.error is not None:
+                raise connection.error
+            else:
+                try:
+                    await connection.wait(self.read_timeout)
+                except TimeoutError:
+                    connection.close()
+                    raise httpx.ReadTimeout("the upstream stopped sending the response body") from None
+        self._release()
+
+    async def aclose(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        if self.connection.reusable and not self.connection.chunks:
+            self.pool.give_back(self.connection)
+        else:
+            self.connection.close()
+
+
+class FastTransport(httpx.AsyncBaseTransport):
+    """HTTP/1.1 with keep-alive, over TCP or TLS. ``max_idle`` bounds idle connections per origin."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None, max_idle: int = 128) -> None:
+        self.ssl_context = ssl_context
+        self.max_idle = max_idle
+        self._idle: dict[Origin, list[_Connection]] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        url = request.url
+        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        head = _request_head(request)
+        body = _replayable_body(request)
+        while True:
+            connection = self._take_idle(origin)
+            reused = connection is not None
+            if connection is None:
+                connection = await self._connect(origin, timeouts.get("connect"), request)
+            try:
+                await self._exchange(connection, head, body if body is not None else request.stream, timeouts, request)
+                break
+            except (httpx.RemoteProtocolError, httpx.WriteError):
+                # A pooled connection the upstream had already closed: retry once on a fresh one, but only
+                # when it cannot have seen the request (nothing received) and the body can be sent again.
+                if reused and body is not None and not connection.received_any:
+                    continue
+                raise
+        if request.method == "HEAD":
+            connection.head_only()  # the parser cannot know a HEAD answer has no body
+        return httpx.Response(
+            connection.status,
+            headers=connection.headers,
+            stream=_ResponseStream(connection, self, timeouts.get("read")),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
+        )
+
+    async def _exchange(self, connection: _Connection, head: bytes, body: Any, timeouts: dict, request: httpx.Request) -> None:
+        connection._begin()
+        try:
+            if isinstance(body, bytes):
+                await connection.write(head + body)
+            elif request.headers.get("transfer-encoding") == "chunked":
+                await connection.write(head)
+                async for piece in body:
+                    if piece:
+                        await connection.write(b"%x\r\n%b\r\n" % (len(piece), piece))
+                await connection.write(b"0\r\n\r\n")
+            else:  # a streamed body of declared Content-Length goes out as it is
+                await connection.write(head)
+                async for piece in body:
+                    await connection.write(piece)
+            while not connection.head_done:
+                if connection.error is not None:
+                    raise connection.error
+                await connection.wait(timeouts.get("read"))
+        except TimeoutError:
+            connection.close()
+            raise httpx.ReadTimeout("the upstream did not answer in time", request=request) from None
+        except BaseException:
+            connection.close()
+            raise
+
+    async def _connect(self, origin: Origin, timeout: float | None, request: httpx.Request) -> _Connection:
+        scheme, host, port = origin
+        tls = None
+        if scheme == "https":
+            tls = self.ssl_context = self.ssl_context or httpx.create_ssl_context()
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                _, connection = await loop.create_connection(
+                    lambda: _Connection(origin), host, port, ssl=tls, server_hostname=host if tls else None
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out", request=request) from None
+        except OSError as exc:
+            raise httpx.ConnectError(f"cannot connect to {host}:{port}: {exc}", request=request) from None
+        return connection
+
+    def _take_idle(self, origin: Origin) -> _Connection | None:
+        idle = self._idle.get(origin)
+        while idle:
+            connection = idle.pop()
+            if not connection.closed:
+                return connection
+        return None
+
+    def give_back(self, connection: _Connection) -> None:
+        idle = self._idle.setdefault(connection.origin, [])
+        if len(idle) < self.max_idle:
+            idle.append(connection)
+        else:
+            connection.close()
+
+    async def aclose(self) -> None:
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.close()
+        self._idle.clear()
+
+
+def _request_head(request: httpx.Request) -> bytes:
+    target = request.url.raw_path
+    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:  # httpx already set Host, and Content-Length or chunked framing
+        lines += (name, b": ", value, b"\r\n")
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+def _replayable_body(request: httpx.Request) -> bytes | None:
+    """The body when it is already in memory (and so can be sent again); None when it streams."""
+    try:
+        return request.content
+    except httpx.RequestNotRead:
+        return None

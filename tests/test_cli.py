@@ -1,0 +1,183 @@
+"""``toolmend check`` (exit 0 clean, 1 needs repair, 2 unreadable) and ``toolmend serve`` start-up errors."""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from proxy.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+CLEAN = {"model": "m", "messages": [{"role": "user", "content": "hi"},
+                                    {"role": "assistant", "content": None, "tool_calls": [
+                                        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                                    {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]}
+ORPHAN = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_9", "content": "r"}]}
+
+
+def check(capsys, *args, stdin: str | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(["check", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, text: str, name: str = "body.json") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_clean_body_exits_0(tmp_path, capsys):
+    code, out, err = check(capsys, write(tmp_path, orjson.dumps(CLEAN).decode()))
+    assert (code, err) == (0, "")
+    assert out.startswith("clean: 1 document(s)")
+
+
+def test_body_needing_repair_exits_1_with_a_table_row(tmp_path, capsys):
+    code, out, _ = check(capsys, write(tmp_path, orjson.dumps(ORPHAN).decode()))
+    assert code == 1
+    row = next(line for line in out.splitlines() if line.startswith("messages[1]"))
+    assert "TM101 orphan-tool-message" in row and "synthesized" in row and "call_9" in row
+    assert "1 finding(s) in 1 of 1 document(s)" in out
+
+
+def test_stdin_is_the_default_source(capsys, monkeypatch):
+    code, out, _ = check(capsys, stdin=orjson.dumps(ORPHAN).decode(), monkeypatch=monkeypatch)
+    assert code == 1 and "TM101" in out
+
+
+def test_fix_prints_the_repaired_body(tmp_path, capsys):
+    code, out, _ = check(capsys, "--fix", write(tmp_path, orjson.dumps(ORPHAN).decode()))
+    assert code == 1
+    fixed = orjson.loads(out)
+    assert fixed["model"] == "m"
+    assert [m["role"] for m in fixed["messages"]] == ["user", "assistant", "tool"]
+    assert fixed["messages"][1]["tool_calls"][0]["id"] == "call_9"
+    # The fixed output is itself clean.
+    code, _, _ = check(capsys, write(tmp_path, out, "fixed.json"))
+    assert code == 0
+
+
+def test_fix_keeps_a_bare_list_a_bare_list(tmp_path, capsys):
+    code, out, _ = check(capsys, "--fix", write(tmp_path, orjson.dumps(ORPHAN["messages"]).decode()))
+    fixed = orjson.loads(out)
+    assert code == 1 and isinstance(fixed, list) and len(fixed) == 3
+
+
+def test_format_json_lists_findings_with_document_numbers(tmp_path, capsys):
+    lines = "\n".join(orjson.dumps(body).decode() for body in (CLEAN, ORPHAN["messages"], ORPHAN)) + "\n"
+    code, out, _ = check(capsys, "--format", "json", write(tmp_path, lines, "h.jsonl"))
+    rows = orjson.loads(out)
+    assert code == 1
+    assert [(r["document"], r["code"], r["index"], r["action"]) for r in rows] == [
+        (2, "TM101", 1, "synthesized"), (3, "TM101", 1, "synthesized")]
+    assert set(rows[0]) == {"document", "code", "name", "index", "action", "detail"}
+
+
+def test_json_lines_table_prefixes_rows_with_the_line_number(tmp_path, capsys):
+    lines = orjson.dumps(CLEAN).decode() + "\n\n" + orjson.dumps(ORPHAN).decode() + "\n"
+    code, out, _ = check(capsys, write(tmp_path, lines, "h.jsonl"))
+    assert code == 1
+    assert any(line.startswith("3:messages[1]") for line in out.splitlines())
+    assert "1 finding(s) in 1 of 2 document(s)" in out
+
+
+def test_json_lines_fix_prints_one_line_per_document(tmp_path, capsys):
+    lines = orjson.dumps(CLEAN).decode() + "\n" + orjson.dumps(ORPHAN).decode() + "\n"
+    code, out, _ = check(capsys, "--fix", write(tmp_path, lines, "h.jsonl"))
+    docs = [orjson.loads(line) for line in out.splitlines()]
+    assert code == 1 and len(docs) == 2
+    assert docs[0] == CLEAN and len(docs[1]["messages"]) == 3
+
+
+@pytest.mark.parametrize(("policy", "action"), [("reject", "rejected"), ("drop", "removed")])
+def test_policy_flag(tmp_path, capsys, policy, action):
+    code, out, _ = check(capsys, "--policy", policy, "--format", "json", write(tmp_path, orjson.dumps(ORPHAN).decode()))
+    [row] = orjson.loads(out)
+    assert code == 1 and (row["code"], row["action"]) == ("TM101", action)
+
+
+def test_reject_policy_with_fix_leaves_the_body_as_it_was(tmp_path, capsys):
+    code, out, _ = check(capsys, "--policy", "reject", "--fix", write(tmp_path, orjson.dumps(ORPHAN).decode()))
+    assert code == 1 and orjson.loads(out) == ORPHAN
+
+
+@pytest.mark.parametrize("messages", [["hello"], [{"role": "user", "content": "q"}, 42], [{"content": "no role"}],
+                                      [{"role": None, "content": "x"}]])
+def test_malformed_message_is_a_finding_not_a_traceback(tmp_path, capsys, messages):
+    code, out, err = check(capsys, "--format", "json", write(tmp_path, orjson.dumps(messages).decode()))
+    [row] = orjson.loads(out)
+    assert code == 1 and err == ""
+    assert (row["code"], row["name"], row["action"]) == ("TM200", "malformed-message", "rejected")
+    assert row["index"] == len(messages) - 1
+
+
+def test_json_syntax_error_exits_2_with_file_line_col(tmp_path, capsys):
+    path = write(tmp_path, '{\n  "messages": [\n    {"role": "user",, "content": "q"}\n  ]\n}\n')
+    code, out, err = check(capsys, path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"toolmend check: {path}:3:21: invalid JSON")
+    assert err.count("\n") == 1
+
+
+def test_json_lines_syntax_error_names_the_line(tmp_path, capsys):
+    lines = orjson.dumps(CLEAN).decode() + "\n" + orjson.dumps(CLEAN).decode() + "\n" + '{"messages": [}\n'
+    path = write(tmp_path, lines, "h.jsonl")
+    code, _, err = check(capsys, path)
+    assert code == 2
+    assert err.startswith(f"toolmend check: {path}:3:15: invalid JSON on this line")
+
+
+@pytest.mark.parametrize("text", ["", "42", '{"model": "m"}', '"just text"'])
+def test_not_a_chat_body_exits_2(tmp_path, capsys, text):
+    code, out, err = check(capsys, write(tmp_path, text))
+    assert code == 2 and out == "" and err.startswith("toolmend check:") and err.count("\n") == 1
+
+
+def test_missing_or_undecodable_file_exits_2(tmp_path, capsys):
+    code, _, err = check(capsys, str(tmp_path / "nope.json"))
+    assert code == 2 and "cannot read" in err
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}]}')
+    code, _, err = check(capsys, str(path))
+    assert code == 2 and "cannot read" in err
+
+
+def test_list_rules_prints_every_rule(capsys):
+    assert main(["check", "--list-rules"]) == 0
+    out = capsys.readouterr().out
+    for code in ("TM101", "TM104", "TM200", "TM203"):
+        assert code in out
+
+
+def run_toolmend(*args: str, env: dict[str, str] | None = None, stdin: str = "") -> subprocess.CompletedProcess:
+    clean_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLMEND_")}
+    return subprocess.run([sys.executable, "-m", "proxy", *args], cwd=ROOT, env={**clean_env, **(env or {})},
+                          input=stdin, capture_output=True, text=True, timeout=20)
+
+
+@pytest.mark.parametrize(("args", "env", "named"), [
+    (["--port", "abc"], {}, "--port"),
+    (["--upstream", "ftp://x/v1"], {}, "--upstream"),
+    ([], {"TOOLMEND_WORKERS": "0"}, "--workers"),
+    ([], {"TOOLMEND_UPSTREAM_API_KEY": "sk-up"}, "TOOLMEND_API_KEYS"),
+])
+def test_serve_with_a_bad_setting_exits_2_with_one_line(args, env, named):
+    result = run_toolmend("serve", *args, env=env)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("toolmend: ")
+    assert named in result.stderr
+
+
+def test_check_exit_codes_through_the_real_entry_point():
+    assert run_toolmend("check", stdin=orjson.dumps(CLEAN).decode()).returncode == 0
+    assert run_toolmend("check", stdin=orjson.dumps(ORPHAN).decode()).returncode == 1
+    unreadable = run_toolmend("check", stdin="{nope")
+    assert unreadable.returncode == 2 and unreadable.stderr.startswith("toolmend check: <stdin>:1:2:")
