@@ -1,0 +1,21 @@
+"""The README documents every repair rule and every setting, so the two cannot drift apart."""
+
+from pathlib import Path
+
+from proxy.config import SERVE_OPTIONS
+from proxy.repair.catalog import all_rules
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def test_every_rule_has_a_row_with_its_name_and_provider_ids() -> None:
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines() if line.startswith("| TM")}
+    for doc in all_rules():
+        assert doc.code in rows, doc.code
+        assert f"`{doc.name}`" in rows[doc.code]
+        assert ", ".join(doc.answers) in rows[doc.code]
+
+
+def test_every_setting_is_documented_with_its_variable() -> None:
+    for option in SERVE_OPTIONS:
+        assert f"`{option.flag}` | `{option.env}`" in README, option.flag
