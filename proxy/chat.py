@@ -16,7 +16,7 @@ from proxy.disconnect import ClientGone, unless_client_leaves
 from proxy.errors import error_response
 from proxy.forward import UpstreamError
 from proxy.relay import StreamRelay, relay_chat
-from proxy.repair import Finding, needs_repair, orphan_call_ids, repair
+from proxy.repair import Finding, needs_repair, recall_ids, repair
 from proxy.state import ProxyState
 from proxy.turns import Turn
 
@@ -100,7 +100,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 async def _repair(state: ProxyState, tenant: str, parsed: dict):
-    ids = orphan_call_ids(parsed.get("messages"))
+    ids = recall_ids(parsed, state.profile)
     recalled = await state.store.recall(tenant, ids) if ids else {}
     return repair(parsed, recall=lambda _ids: recalled, profile=state.profile, policy=state.policy)
 

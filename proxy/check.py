@@ -99,7 +99,7 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
 
 def list_rules(out: TextIO) -> int:
     for doc in all_rules():
-        scope = f" [{doc.profile}]" if doc.profile else ""
+        scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
     return 0
 

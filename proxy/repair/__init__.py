@@ -7,10 +7,10 @@ provider accepts, changing nothing that was already valid.
     else: ...                      # forward the client's original bytes
 """
 
-from proxy.repair.engine import Result, needs_repair, repair
+from proxy.repair.engine import Result, needs_repair, recall_ids, repair
 from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, Policy
 from proxy.repair.history import orphan_call_ids
-from proxy.repair.profiles import PROFILES, Profile, get_profile
+from proxy.repair.profiles import PROFILES, Profile, detect_profile, get_profile
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -21,8 +21,10 @@ __all__ = [
     "Policy",
     "Profile",
     "Result",
+    "detect_profile",
     "get_profile",
     "needs_repair",
     "orphan_call_ids",
+    "recall_ids",
     "repair",
 ]

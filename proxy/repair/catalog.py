@@ -25,10 +25,10 @@ class RuleDoc:
     bad: list[Any]
     recalled: list[dict[str, Any]]
     good: list[Any] | None  # None: the example is rejected, not repaired
-    profile: str | None = None
+    profiles: tuple[str, ...] = ()  # empty: a universal rule
 
 
-def describe(rule: ModuleType, profile: str | None = None) -> RuleDoc:
+def describe(rule: ModuleType, profiles: tuple[str, ...] = ()) -> RuleDoc:
     doc = rule.__doc__ or ""
     summary = " ".join(doc.split("\n\n")[0].split())
     sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
@@ -48,12 +48,13 @@ def describe(rule: ModuleType, profile: str | None = None) -> RuleDoc:
         bad=[orjson.loads(line) for line in sections["Bad:"]],
         recalled=[orjson.loads(line) for line in sections["Recalled:"]],
         good=good,
-        profile=profile,
+        profiles=profiles,
     )
 
 
 def all_rules() -> list[RuleDoc]:
-    docs = [describe(rule) for rule in UNIVERSAL]
+    users: dict[ModuleType, list[str]] = {}
     for name, profile in PROFILES.items():
-        docs += [describe(rule, name) for rule in profile.rules]
-    return docs
+        for rule in profile.rules:
+            users.setdefault(rule, []).append(name)
+    return [describe(rule) for rule in UNIVERSAL] + [describe(rule, tuple(names)) for rule, names in users.items()]

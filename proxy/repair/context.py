@@ -20,8 +20,9 @@ class Context:
     rules inserted or moved messages.
     """
 
-    def __init__(self, messages: list[Message], tools: Any, recall: Recall, policy: Policy) -> None:
+    def __init__(self, messages: list[Message], tools: Any, recall: Recall, policy: Policy, profile: Any) -> None:
         self.messages = messages
+        self.profile = profile
         self.tools = tools
         self.recall = recall
         self.policy = policy

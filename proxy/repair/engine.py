@@ -7,6 +7,7 @@ from typing import Any
 from proxy.repair.clean import is_clean
 from proxy.repair.context import Context, Recall
 from proxy.repair.findings import Finding, Policy
+from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import Profile, get_profile
 from proxy.repair.rules import UNIVERSAL
 from proxy.turns import Turn
@@ -60,7 +61,16 @@ def needs_repair(body: Any, profile: Profile) -> bool:
     messages = body.get("messages") if type(body) is dict else None
     if type(messages) is not list:
         return False
-    return not is_clean(messages) or (profile.is_clean is not None and not profile.is_clean(messages))
+    return not is_clean(messages) or (bool(profile.rules) and not profile.is_clean(messages))
+
+
+def recall_ids(body: Any, profile: Profile) -> list[str]:
+    """The call ids whose remembered turns a repair of ``body`` may need: orphan results, and what the
+    profile's rules look up. The server fetches them in one round trip before calling ``repair``."""
+    messages = body.get("messages") if type(body) is dict else None
+    if type(messages) is not list or not all(type(m) is dict for m in messages):
+        return []
+    return list(dict.fromkeys([*orphan_call_ids(messages), *profile.wanted_ids(messages)]))
 
 
 def repair(
@@ -79,7 +89,7 @@ def repair(
     if not needs_repair(body, profile):
         return Result(body, ())
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
-    ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy)
+    ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy, profile)
     for rule in (*UNIVERSAL, *profile.rules):
         rule.apply(ctx)
         if ctx.rejected is not None:

@@ -1,13 +1,29 @@
 """What each provider additionally needs, on top of the universal rules (section 3.2 of the catalogue).
 
-A profile is a named, ordered set of extra rules applied after the universal ones, plus a fast check
-that says when none of them has anything to do.
+Providers contradict each other (Mistral wants 9-character ids, DeepSeek wants ``reasoning_content`` that
+Groq rejects, Ollama rejects the ``null`` content that Anthropic-backed routes require), so these rules
+cannot all run for everyone. A profile is a named, ordered set of extra rules applied after the
+universal ones, and the upstream hosts that select it when no profile is given.
 """
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
+
+from proxy.repair.rules import (
+    closed_schema_fields,
+    content_key,
+    empty_string_content,
+    leading_call_turn,
+    mistral_call_ids,
+    mistral_role_bridge,
+    non_object_arguments,
+    null_content,
+    reasoning_content,
+    thought_signature,
+)
 
 
 @dataclass(frozen=True)
@@ -15,11 +31,65 @@ class Profile:
     name: str
     description: str
     rules: tuple[ModuleType, ...] = ()
-    is_clean: Callable[[list[Any]], bool] | None = None  # None: the profile adds no rules
+    #: For closed-schema providers: role (or ``tool_call``, ``function``) -> the keys they accept.
+    schema: Mapping[str, frozenset[str]] | None = None
+    #: Upstream hosts (``host`` or ``host:port``) that select this profile.
+    hosts: tuple[str, ...] = ()
 
+    def is_clean(self, messages: list[Any]) -> bool:
+        """True when none of the profile's rules has anything to do (the universal check ran first)."""
+        return all(rule.is_clean(messages, self) for rule in self.rules)
+
+    def wanted_ids(self, messages: list[Any]) -> list[str]:
+        """Call ids whose remembered turns the profile's rules will look up."""
+        return [cid for rule in self.rules if hasattr(rule, "wanted_ids") for cid in rule.wanted_ids(messages)]
+
+
+def _keys(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+TOOL_CALL_KEYS = {"tool_call": _keys("id", "type", "function"), "function": _keys("name", "arguments")}
+
+# mistral_common's request models (extra=forbid): MI-7, MI-8.
+MISTRAL_SCHEMA = {
+    "system": _keys("role", "content"),
+    "user": _keys("role", "content"),
+    "assistant": _keys("role", "content", "tool_calls", "prefix"),
+    "tool": _keys("role", "content", "tool_call_id", "name"),
+    **TOOL_CALL_KEYS,
+}
+
+# The OpenAI message schema, which Groq, Cerebras and Fireworks enforce closed: GR-1, CE-1, FW-1.
+OPENAI_SCHEMA = {
+    "system": _keys("role", "content", "name"),
+    "developer": _keys("role", "content", "name"),
+    "user": _keys("role", "content", "name"),
+    "assistant": _keys("role", "content", "name", "tool_calls", "refusal", "audio"),
+    "tool": _keys("role", "content", "tool_call_id", "name"),
+    **TOOL_CALL_KEYS,
+}
 
 PROFILES: dict[str, Profile] = {
-    "openai": Profile("openai", "OpenAI and Azure OpenAI: the universal rules (S1-S13, E-ID-40, E-TOOL-IMG)"),
+    profile.name: profile
+    for profile in (
+        Profile("openai", "OpenAI and Azure OpenAI: the universal rules only",
+                hosts=("api.openai.com", "openai.azure.com", "cognitiveservices.azure.com")),
+        Profile("mistral", "Mistral API and mistral_common servers: 9-character ids, a bridge after tool results, closed schema",
+                (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",)),
+        Profile("deepseek", "DeepSeek (and Kimi) thinking mode: reasoning_content on every tool-call turn",
+                (reasoning_content,), hosts=("api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn")),
+        Profile("anthropic", "OpenAI-compatible routes to Claude: null instead of empty text, no stray keys in tool calls",
+                (null_content, closed_schema_fields), TOOL_CALL_KEYS, ("api.anthropic.com",)),
+        Profile("gemini", "Gemini's OpenAI-compatible layer: thought signatures restored, content never null, a user turn first",
+                (thought_signature, empty_string_content, leading_call_turn), hosts=("generativelanguage.googleapis.com",)),
+        Profile("ollama", "Ollama's /v1: content never null", (empty_string_content,), hosts=("localhost:11434", "127.0.0.1:11434")),
+        Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", (empty_string_content,), hosts=("api.x.ai",)),
+        Profile("groq", "Groq, Cerebras, Fireworks: the OpenAI schema, closed (no reasoning fields, no stray keys)",
+                (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai")),
+        Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present",
+                (non_object_arguments, content_key)),
+    )
 }
 
 
@@ -28,3 +98,14 @@ def get_profile(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ValueError(f"unknown profile {name!r}; choose one of: {', '.join(sorted(PROFILES))}") from None
+
+
+def detect_profile(upstream: str) -> Profile:
+    """The profile an upstream URL implies (its host, or host:port), else ``openai``."""
+    parts = urlsplit(upstream)
+    host = (parts.hostname or "").lower()
+    candidates = {host, f"{host}:{parts.port}"} if parts.port else {host}
+    for profile in PROFILES.values():
+        if any(h in candidates or host.endswith("." + h) for h in profile.hosts):
+            return profile
+    return PROFILES["openai"]

@@ -1,0 +1,46 @@
+r"""A user or system message right after a tool message, sent to Mistral.
+
+Mistral accepts only an assistant or another tool message after a tool message. A short assistant
+message (``BRIDGE_TEXT``) is inserted between the last tool result and what follows, so the history
+reads as the model acknowledging the results. Profile ``mistral``. Answers E-MI-2, MI-1.
+
+Bad:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "a1B2c3D4e", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "a1B2c3D4e", "content": "18C"}
+    {"role": "user", "content": "And tomorrow?"}
+Good:
+    {"role": "user", "content": "Weather?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "a1B2c3D4e", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "a1B2c3D4e", "content": "18C"}
+    {"role": "assistant", "content": "(tool results received)"}
+    {"role": "user", "content": "And tomorrow?"}
+"""
+
+from typing import Any
+
+from proxy.repair.context import Context
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM302", "mistral-role-bridge", ("E-MI-2", "MI-1"))
+
+BRIDGE_TEXT = "(tool results received)"
+NEEDS_BRIDGE = frozenset(("user", "system", "developer"))
+
+
+def is_clean(messages: list[Any], profile: Any) -> bool:
+    return not any(
+        before.get("role") == "tool" and after.get("role") in NEEDS_BRIDGE for before, after in zip(messages, messages[1:])
+    )
+
+
+def apply(ctx: Context) -> None:
+    messages = ctx.messages
+    position = 1
+    while position < len(messages):
+        if messages[position - 1].get("role") == "tool" and messages[position].get("role") in NEEDS_BRIDGE:
+            following = messages[position]
+            messages.insert(position, {"role": "assistant", "content": BRIDGE_TEXT})
+            ctx.report(RULE, following, "inserted", f"assistant bridge before a {following.get('role')} message that followed a tool result", position)
+            position += 1
+        position += 1
