@@ -16,7 +16,7 @@ from proxy.errors import error_response
 from proxy.forward import Upstream
 from proxy.memory import Store, open_store
 from proxy.passthrough import pass_through
-from proxy.repair import Policy, get_profile
+from proxy.repair import Policy, detect_profile, get_profile
 from proxy.state import ProxyState
 from proxy.transport import FastTransport
 
@@ -33,15 +33,17 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         upstream_transport = transport if transport is not None else FastTransport()
+        profile = detect_profile(settings.upstream) if settings.profile == "auto" else get_profile(settings.profile)
         memory = store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries)
         app.state.proxy = ProxyState(
             settings=settings,
             upstream=Upstream(settings.upstream, upstream_transport, settings.upstream_timeout, settings.upstream_api_key),
             store=memory,
-            profile=get_profile(settings.profile),
+            profile=profile,
             policy=Policy(orphans=settings.orphan_policy),
         )
-        log.info("toolmend forwarding to %s (profile %s, memory %s)", settings.upstream, settings.profile, memory.backend)
+        chosen = "detected from the upstream host" if settings.profile == "auto" else "configured"
+        log.info("toolmend forwarding to %s (profile %s, %s; memory %s)", settings.upstream, profile.name, chosen, memory.backend)
         try:
             yield
         finally:

@@ -42,7 +42,7 @@ SERVE_OPTIONS = (
     Option("host", "127.0.0.1", "address to listen on"),
     Option("port", 8080, "port to listen on", int),
     Option("workers", 1, "worker processes", int),
-    Option("profile", "openai", f"provider profile: {', '.join(sorted(PROFILES))}"),
+    Option("profile", "auto", f"provider profile: auto (from the upstream's host), {', '.join(sorted(PROFILES))}"),
     Option("orphan_policy", "synthesize", f"unknown orphan tool results: {', '.join(ORPHAN_POLICIES)}"),
     Option("memory", "memory://", "tool-call memory store URL"),
     Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),
@@ -59,7 +59,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8080
     workers: int = 1
-    profile: str = "openai"
+    profile: str = "auto"
     orphan_policy: str = "synthesize"
     memory: str = "memory://"
     memory_ttl: float = 86400.0
@@ -104,8 +104,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--port {s.port} must be between 0 and 65535")
     if s.workers < 1:
         raise ConfigError(f"--workers {s.workers} must be at least 1")
-    if s.profile not in PROFILES:
-        raise ConfigError(f"--profile {s.profile!r} is unknown; choose one of: {', '.join(sorted(PROFILES))}")
+    if s.profile != "auto" and s.profile not in PROFILES:
+        raise ConfigError(f"--profile {s.profile!r} is unknown; choose auto or one of: {', '.join(sorted(PROFILES))}")
     if s.orphan_policy not in ORPHAN_POLICIES:
         raise ConfigError(f"--orphan-policy {s.orphan_policy!r} is unknown; choose one of: {', '.join(ORPHAN_POLICIES)}")
     if urlsplit(s.memory).scheme not in MEMORY_SCHEMES:

@@ -13,7 +13,7 @@ def test_defaults():
     settings = load(flags(), {})
     assert settings == Settings()
     assert settings.upstream == "https://api.openai.com/v1"
-    assert (settings.port, settings.workers, settings.profile, settings.orphan_policy) == (8080, 1, "openai", "synthesize")
+    assert (settings.port, settings.workers, settings.profile, settings.orphan_policy) == (8080, 1, "auto", "synthesize")
     assert settings.upstream_api_key is None and settings.api_keys == frozenset()
 
 
@@ -110,3 +110,29 @@ def test_settings_are_checked_even_when_built_directly():
 def test_nan_durations_are_refused(name, flag):
     with pytest.raises(ConfigError, match=flag):
         load(flags(**{name: "nan"}), {})
+
+
+@pytest.mark.parametrize(
+    ("upstream", "expected"),
+    [
+        ("https://api.openai.com/v1", "openai"),
+        ("https://myres.openai.azure.com/openai/deployments/x", "openai"),
+        ("https://api.mistral.ai/v1", "mistral"),
+        ("https://api.deepseek.com/v1", "deepseek"),
+        ("https://api.groq.com/openai/v1", "groq"),
+        ("https://generativelanguage.googleapis.com/v1beta/openai", "gemini"),
+        ("https://api.anthropic.com/v1", "anthropic"),
+        ("https://api.x.ai/v1", "xai"),
+        ("http://localhost:11434/v1", "ollama"),
+        ("http://10.0.0.5:8000/v1", "openai"),
+    ],
+)
+def test_profile_is_detected_from_the_upstream_host(upstream, expected):
+    from proxy.repair import detect_profile
+
+    assert detect_profile(upstream).name == expected
+
+
+def test_unknown_profile_is_refused():
+    with pytest.raises(ConfigError, match="--profile 'bogus' is unknown"):
+        load(flags(profile="bogus"), {})
