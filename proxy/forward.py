@@ -18,8 +18,9 @@ HOP_BY_HOP = frozenset(
     (b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"proxy-connection",
      b"te", b"trailer", b"transfer-encoding", b"upgrade")
 )
-# Set again for the body actually sent.
-RECOMPUTED = frozenset((b"host", b"content-length"))
+# Set again for the body actually sent. Expect: the proxy already holds the body, and an interim
+# 100 Continue from the upstream would only cost a round trip.
+RECOMPUTED = frozenset((b"host", b"content-length", b"expect"))
 CREDENTIALS = frozenset((b"authorization", b"api-key", b"x-api-key"))
 
 RawHeaders = list[tuple[bytes, bytes]]

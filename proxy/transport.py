@@ -34,6 +34,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
+        self.write_timeout: float | None = None
         self.error: Exception | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._drain: asyncio.Future[None] | None = None
@@ -59,7 +60,7 @@ class _Connection(asyncio.Protocol):
         self.received_any = True
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             self._fail(httpx.RemoteProtocolError(f"invalid HTTP response from the upstream: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -89,6 +90,8 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
+        if 100 <= self.status < 200:
+            return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
         self.head_done = True
         self._wake()
 
@@ -101,6 +104,9 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def on_message_complete(self) -> None:
+        if not self.head_done:  # the end of an interim answer: forget its head, keep reading
+            self.reason, self.headers = b"", []
+            return
         # Only meaningful inside the parser's callbacks: llhttp resets it once the message is done.
         self.keep_alive = self.keep_alive and self.parser.should_keep_alive()
         self.complete = True
@@ -129,11 +135,17 @@ class _Connection(asyncio.Protocol):
             self._waiter = None
 
     async def write(self, data: bytes) -> None:
+        """Write, then wait (up to the write timeout) while the upstream is not taking data."""
         if self.closed or self.transport is None:
             raise httpx.WriteError("the upstream connection is closed")
         self.transport.write(data)
         if self._drain is not None:
-            await self._drain
+            try:
+                async with asyncio.timeout(self.write_timeout):
+                    await self._drain
+            except TimeoutError:
+                self.close()
+                raise httpx.WriteTimeout("the upstream stopped taking the request body") from None
 
     def take_chunk(self) -> bytes:
         chunk = self.chunks.popleft()
@@ -158,8 +170,9 @@ class _Connection(asyncio.Protocol):
 
 
 class _ResponseStream(httpx.AsyncByteStream):
-    def __init__(self, connection: _Connection, pool: "FastTransport", read_timeout: float | None) -> None:
+    def __init__(self, connection: _Connection, pool: "FastTransport", read_timeout: float | None, request: httpx.Request) -> None:
         self.connection = connection
+        self.request = request
         self.pool = pool
         self.read_timeout = read_timeout
         self.released = False
@@ -172,13 +185,14 @@ class _ResponseStream(httpx.AsyncByteStream):
             elif connection.complete:
                 break
             elif connection.error is not None:
+                connection.error.request = self.request
                 raise connection.error
             else:
                 try:
                     await connection.wait(self.read_timeout)
                 except TimeoutError:
                     connection.close()
-                    raise httpx.ReadTimeout("the upstream stopped sending the response body") from None
+                    raise httpx.ReadTimeout("the upstream stopped sending the response body", request=self.request) from None
         self._release()
 
     async def aclose(self) -> None:
@@ -227,25 +241,15 @@ class FastTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             connection.status,
             headers=connection.headers,
-            stream=_ResponseStream(connection, self, timeouts.get("read")),
+            stream=_ResponseStream(connection, self, timeouts.get("read"), request),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
         )
 
     async def _exchange(self, connection: _Connection, head: bytes, body: Any, timeouts: dict, request: httpx.Request) -> None:
         connection._begin()
+        connection.write_timeout = timeouts.get("write")
         try:
-            if isinstance(body, bytes):
-                await connection.write(head + body)
-            elif request.headers.get("transfer-encoding") == "chunked":
-                await connection.write(head)
-                async for piece in body:
-                    if piece:
-                        await connection.write(b"%x\r\n%b\r\n" % (len(piece), piece))
-                await connection.write(b"0\r\n\r\n")
-            else:  # a streamed body of declared Content-Length goes out as it is
-                await connection.write(head)
-                async for piece in body:
-                    await connection.write(piece)
+            await self._send_body(connection, head, body, request)
             while not connection.head_done:
                 if connection.error is not None:
                     raise connection.error
@@ -256,6 +260,21 @@ class FastTransport(httpx.AsyncBaseTransport):
         except BaseException:
             connection.close()
             raise
+
+    @staticmethod
+    async def _send_body(connection: _Connection, head: bytes, body: Any, request: httpx.Request) -> None:
+        if isinstance(body, bytes):
+            await connection.write(head + body)
+        elif request.headers.get("transfer-encoding") == "chunked":
+            await connection.write(head)
+            async for piece in body:
+                if piece:
+                    await connection.write(b"%x\r\n%b\r\n" % (len(piece), piece))
+            await connection.write(b"0\r\n\r\n")
+        else:  # a streamed body of declared Content-Length goes out as it is
+            await connection.write(head)
+            async for piece in body:
+                await connection.write(piece)
 
     async def _connect(self, origin: Origin, timeout: float | None, request: httpx.Request) -> _Connection:
         scheme, host, port = origin
