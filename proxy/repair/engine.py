@@ -9,7 +9,7 @@ from proxy.repair.context import Context, Recall
 from proxy.repair.findings import Finding, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import Profile, get_profile
-from proxy.repair.rules import UNIVERSAL
+from proxy.repair.rules import UNIVERSAL, malformed_message
 from proxy.turns import Turn
 
 DEFAULT_POLICY = Policy()
@@ -27,6 +27,24 @@ class Result:
     @property
     def changed(self) -> bool:
         return bool(self.findings) and self.rejected is None
+
+
+#: A repaired body must be encoded again, and orjson encodes at most 255 levels; leave room for the body.
+MAX_REPAIR_DEPTH = 200
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether any list or object in ``value`` sits more than ``limit`` levels down (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if type(item) is dict:
+            stack.extend((child, depth + 1) for child in item.values() if type(child) in (dict, list))
+        elif type(item) is list:
+            stack.extend((child, depth + 1) for child in item if type(child) in (dict, list))
+    return False
 
 
 def nothing_recalled(ids: list[str]) -> Mapping[str, Turn]:
@@ -88,6 +106,10 @@ def repair(
     profile = get_profile(profile) if isinstance(profile, str) else profile
     if not needs_repair(body, profile):
         return Result(body, ())
+    if nested_deeper_than(body["messages"], MAX_REPAIR_DEPTH):
+        finding = Finding(malformed_message.RULE.code, malformed_message.RULE.name, 0, "rejected",
+                          f"messages nest deeper than {MAX_REPAIR_DEPTH} levels; too deep to repair and re-encode")
+        return Result(body, (finding,), finding)
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
     ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy, profile)
     for rule in (*UNIVERSAL, *profile.rules):
