@@ -1,0 +1,40 @@
+"""Prometheus metrics: what the proxy did, repaired and waited for.
+
+Labels are kept to small fixed sets (routes, status codes, rule codes, backends), never paths, tenants or
+models. With several workers, prometheus-client's multiprocess mode aggregates what each process wrote:
+``toolmend serve`` points ``PROMETHEUS_MULTIPROC_DIR`` at a fresh directory before the workers start, and
+``/metrics`` then sums across them.
+"""
+
+import os
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("toolmend_requests", "Requests answered, by route and status.", ["route", "status"], registry=r)
+        self.repairs = Counter("toolmend_repairs", "Repairs made, by rule code and profile.", ["rule", "profile"], registry=r)
+        self.upstream_seconds = Histogram("toolmend_upstream_seconds", "Upstream time until the whole answer was relayed.",
+                                          ["route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.upstream_first_byte_seconds = Histogram("toolmend_upstream_first_byte_seconds", "Upstream time to the answer's head.",
+                                                     ["route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.in_flight = Gauge("toolmend_in_flight_requests", "Requests being handled.", registry=r, multiprocess_mode="livesum")
+        self.open_streams = Gauge("toolmend_open_streams", "Event streams being relayed.", registry=r, multiprocess_mode="livesum")
+        self.recalls = Counter("toolmend_memory_recalls", "Call ids looked up in memory, by backend and result (hit, miss, error).",
+                               ["backend", "result"], registry=r)
+        self.upstream_errors = Counter("toolmend_upstream_errors", "Upstream failures, by kind.", ["kind"], registry=r)
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text, summed over every worker in multiprocess mode."""
+        if os.environ.get(MULTIPROCESS_ENV):
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry)
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
