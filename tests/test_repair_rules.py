@@ -8,14 +8,16 @@ import pytest
 
 from proxy.repair import repair
 from proxy.repair.catalog import RuleDoc, all_rules
+from tests.support.provider_validators import provider_violations
 from tests.support.strict_validator import violations
 
 SKIP = ("S12",)  # GE-3 is the gemini profile's business (see conftest)
 RULES = all_rules()
 
 
-def body_of(messages: list) -> dict:
-    return {"model": "gpt-4o", "messages": messages}
+def body_of(messages: list, profile: str = "openai") -> dict:
+    # DeepSeek enforces reasoning_content in thinking mode only (DS-3): use a thinking model there.
+    return {"model": "deepseek-reasoner" if profile == "deepseek" else "gpt-4o", "messages": messages}
 
 
 def recall_from(doc: RuleDoc):
@@ -30,9 +32,22 @@ def profile_of(doc: RuleDoc) -> str:
 UNIVERSAL_RULES = [doc for doc in RULES if not doc.profiles]
 
 
+PROFILE_RULES = [doc for doc in RULES if doc.profiles]
+
+
 @pytest.mark.parametrize("doc", UNIVERSAL_RULES, ids=[doc.code for doc in UNIVERSAL_RULES])
 def test_bad_example_is_rejected_by_a_strict_provider(doc: RuleDoc) -> None:
     assert violations(body_of(doc.bad), skip=SKIP)
+
+
+@pytest.mark.parametrize("doc", PROFILE_RULES, ids=[doc.code for doc in PROFILE_RULES])
+def test_profile_examples_are_judged_by_every_provider_of_the_profile(doc: RuleDoc) -> None:
+    # Gemini rejects a replayed call without the signature it emitted (GE-4): tell the validator what it emitted.
+    signatures = {c["id"]: c["extra_content"] for t in doc.recalled for c in t["tool_calls"] if "extra_content" in c}
+    for provider in doc.profiles:
+        assert provider_violations(body_of(doc.bad, provider), provider, emitted_signatures=signatures), (doc.code, provider)
+        result = repair(body_of(doc.bad, provider), recall=recall_from(doc), profile=provider)
+        assert provider_violations(result.body, provider, emitted_signatures=signatures) == [], (doc.code, provider)
 
 
 @pytest.mark.parametrize("doc", RULES, ids=[doc.code for doc in RULES])

@@ -15,13 +15,31 @@ HTTP 400 and the OpenAI error body, exactly like a strict provider.  Valid reque
 
 ``"stream": true`` answers ``text/event-stream`` with OpenAI-shaped ``chat.completion.chunk`` events.
 
+``provider=`` plays one strict provider (:mod:`provider_validators`): its rules and error shape, and answers
+that look like its own.  ``"openai"`` (default) is unchanged: the full merged strict profile minus
+``skip_rules``, OpenAI error bodies, ``call_`` + 24 ids, ``refusal``/``annotations`` keys.  Other providers
+validate with ``provider_violations(body, provider, skip_rules)`` and answer without ``refusal`` /
+``annotations`` (so an answer replayed verbatim is valid for the same provider), and:
+
+* ``mistral``: call ids of 9 alphanumerics (MI-4); errors in Mistral's shape (MI-7 as HTTP 422).
+* ``deepseek``: every answer carries ``reasoning_content`` (JSON; streamed as ``delta.reasoning_content``
+  pieces before the content / tool calls).  DS-3 is enforced on requests in thinking mode only (model name
+  with ``reasoner``/``thinking``, or ``thinking: {type: enabled}``).
+* ``gemini``: each emitted call carries ``extra_content: {"google": {"thought_signature": <base64>}}`` (JSON,
+  and in the first streamed delta of the call); the upstream then rejects a replay of an emitted call id
+  without the identical ``extra_content`` (GE-4).
+* tool-call answers have ``content: ""`` for gemini, ollama, xai (they reject null: GE-6, OL-1, XA-1),
+  deepseek and mistral (what those APIs send); ``null`` for the others.
+
 ``serve(app)`` runs any ASGI app under a real uvicorn server in a background thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import copy
 import json
 import random
 import socket
@@ -40,6 +58,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from .provider_validators import PROVIDERS, provider_error
 from .strict_validator import first_error
 
 __all__ = ["Received", "Recorder", "make_strict_upstream", "serve", "CITIES", "DEFAULT_MODEL"]
@@ -50,6 +69,8 @@ PARALLEL_HEADER = "x-test-parallel-calls"
 _ALNUM = string.ascii_letters + string.digits
 _FINGERPRINT = "fp_strict0001"
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+# Providers whose tool-only assistant content is "" (they reject null: GE-6, OL-1, XA-1; DeepSeek sends "").
+_EMPTY_STRING_CONTENT = frozenset({"gemini", "ollama", "xai", "deepseek", "mistral"})
 
 
 @dataclass(frozen=True)
@@ -158,6 +179,7 @@ def make_strict_upstream(
     api_key: str | None = None,
     stream_pieces: int = 4,
     skip_rules: tuple[str, ...] = (),
+    provider: str = "openai",
 ) -> tuple[Starlette, Recorder]:
     """A strict provider app and its recorder.
 
@@ -166,13 +188,18 @@ def make_strict_upstream(
     ``api_key``: when set, requests must carry ``Authorization: Bearer <api_key>`` (else OpenAI's 401).
     ``stream_pieces``: how many chunks each argument string / text answer is split into when streaming.
     ``skip_rules``: validator rule ids this provider does not enforce (e.g. ``("S12",)``).
+    ``provider``: which strict provider to play (see the module docstring); ``"openai"`` keeps the merged
+    strict profile (pass ``skip_rules=("S12", "VL-2")`` for exactly ``provider_violations(..., "openai")``).
     """
     if parallel_calls < 1:
         raise ValueError("parallel_calls must be >= 1")
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")
     recorder = Recorder()
     rng = random.Random(seed)
     issued: set[str] = set()
     id_lock = threading.Lock()
+    signatures: dict[str, dict] = {}  # gemini: call id -> extra_content as emitted (GE-4)
 
     def fresh(prefix: str, length: int) -> str:
         with id_lock:
@@ -194,27 +221,57 @@ def make_strict_upstream(
                           "https://platform.openai.com/account/api-keys.", code="invalid_api_key")
         return None
 
+    def call_id() -> str:
+        return fresh("", 9) if provider == "mistral" else fresh("call_", 24)
+
+    def signature() -> dict:
+        with id_lock:
+            raw = bytes(rng.getrandbits(8) for _ in range(48))
+        return {"google": {"thought_signature": base64.b64encode(raw).decode()}}
+
     def script(body: dict, n_calls: int) -> dict:
         """The scripted agent's assistant message for a valid request."""
         messages = body["messages"]
         last = messages[-1]
         tools = body.get("tools")
+        extras = {"refusal": None, "annotations": []} if provider == "openai" else {}
         if last.get("role") == "user" and isinstance(tools, list) and tools:
             calls = []
             for i in range(n_calls):
                 arguments = json.dumps({"city": CITIES[i % len(CITIES)], "n": i + 1})
-                calls.append({
-                    "id": fresh("call_", 24),
+                call = {
+                    "id": call_id(),
                     "type": "function",
                     "function": {"name": _tool_name(tools[i % len(tools)]), "arguments": arguments},
-                })
-            return {"role": "assistant", "content": None, "tool_calls": calls, "refusal": None, "annotations": []}
+                }
+                if provider == "gemini":
+                    call["extra_content"] = signature()
+                    with id_lock:
+                        signatures[call["id"]] = copy.deepcopy(call["extra_content"])
+                calls.append(call)
+            content = "" if provider in _EMPTY_STRING_CONTENT else None
+            message = {"role": "assistant", "content": content, "tool_calls": calls, **extras}
+            if provider == "deepseek":
+                names = ", ".join(c["function"]["name"] for c in calls)
+                message["reasoning_content"] = f"The user needs data; calling {names}."
+            return message
         if last.get("role") == "tool":
             k = _trailing_tool_results(messages)
             text = f"Received {k} tool result{'' if k == 1 else 's'}."
         else:
             text = "Hello from the strict upstream."
-        return {"role": "assistant", "content": text, "refusal": None, "annotations": []}
+        message = {"role": "assistant", "content": text, **extras}
+        if provider == "deepseek":
+            message["reasoning_content"] = "Nothing to call; answering directly."
+        return message
+
+    def validate(parsed: Any) -> tuple[int, Any] | None:
+        if provider == "openai":
+            error = first_error(parsed, skip_rules)
+            return None if error is None else (400, error)
+        with id_lock:
+            emitted = dict(signatures)
+        return provider_error(parsed, provider, skip_rules, emitted_signatures=emitted or None)
 
     async def chat_completions(request: Request) -> Response:
         raw = await request.body()
@@ -231,10 +288,11 @@ def make_strict_upstream(
                           "aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but "
                           "what was sent was not valid JSON. If you have trouble figuring out how to fix this, "
                           "please contact us through our help center at help.openai.com.)")
-        error = first_error(parsed, skip_rules)
-        if error is not None:
+        rejected = validate(parsed)
+        if rejected is not None:
+            status, error = rejected
             recorder._add("rejections", error)
-            return Response(orjson.dumps(error), status_code=400, media_type="application/json")
+            return Response(orjson.dumps(error), status_code=status, media_type="application/json")
 
         n_calls = parallel_calls
         header = request.headers.get(PARALLEL_HEADER)
@@ -248,8 +306,7 @@ def make_strict_upstream(
 
         message = script(parsed, n_calls)
         if message.get("tool_calls"):
-            recorder._add("emitted_turns", [dict(call, function=dict(call["function"]))
-                                            for call in message["tool_calls"]])
+            recorder._add("emitted_turns", copy.deepcopy(message["tool_calls"]))
         recorder._add("responses", message)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         model = parsed.get("model") if isinstance(parsed.get("model"), str) else DEFAULT_MODEL
@@ -261,7 +318,7 @@ def make_strict_upstream(
         if parsed.get("stream") is True:
             stream_options = parsed.get("stream_options")
             include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
-            chunks = _stream_chunks(message, finish, stream_pieces)
+            chunks = _stream_chunks(message, finish, stream_pieces, openai=provider == "openai")
             return StreamingResponse(
                 _sse(chunks, completion_id, created, model, usage if include_usage else None),
                 media_type="text/event-stream",
@@ -301,25 +358,34 @@ def make_strict_upstream(
     return app, recorder
 
 
-def _stream_chunks(message: dict, finish: str, pieces: int) -> list[tuple[dict, str | None]]:
+def _stream_chunks(message: dict, finish: str, pieces: int, openai: bool = True) -> list[tuple[dict, str | None]]:
     """The (delta, finish_reason) sequence OpenAI streams for ``message``.
 
-    Role first; for tool calls, each call's first delta carries ``index``, ``id``, ``type`` and
-    ``function.name`` (with ``arguments: ""``), then its argument text in several pieces; then the empty
-    delta with the finish reason.
+    Role first; then ``reasoning_content`` pieces when the message has reasoning (DeepSeek); for tool calls,
+    each call's first delta carries ``index``, ``id``, ``type``, ``function.name`` (with ``arguments: ""``)
+    and ``extra_content`` when the call has one (Gemini), then its argument text in several pieces; then the
+    empty delta with the finish reason.  ``openai=False`` leaves ``refusal`` out of the role delta.
     """
     calls = message.get("tool_calls")
     out: list[tuple[dict, str | None]] = []
+    refusal = {"refusal": None} if openai else {}
     if calls:
-        out.append(({"role": "assistant", "content": None, "refusal": None}, None))
+        out.append(({"role": "assistant", "content": None if openai else message["content"], **refusal}, None))
+    else:
+        out.append(({"role": "assistant", "content": "", **refusal}, None))
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str):
+        out.extend(({"reasoning_content": piece}, None) for piece in _split(reasoning, pieces))
+    if calls:
         for i, call in enumerate(calls):
-            out.append(({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                         "function": {"name": call["function"]["name"], "arguments": ""}}]},
-                        None))
+            first = {"index": i, "id": call["id"], "type": "function",
+                     "function": {"name": call["function"]["name"], "arguments": ""}}
+            if "extra_content" in call:
+                first["extra_content"] = call["extra_content"]
+            out.append(({"tool_calls": [first]}, None))
             for piece in _split(call["function"]["arguments"], pieces):
                 out.append(({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}, None))
     else:
-        out.append(({"role": "assistant", "content": "", "refusal": None}, None))
         for piece in _split(message["content"], pieces):
             out.append(({"content": piece}, None))
     out.append(({}, finish))
