@@ -181,3 +181,21 @@ def test_check_exit_codes_through_the_real_entry_point():
     assert run_toolmend("check", stdin=orjson.dumps(ORPHAN).decode()).returncode == 1
     unreadable = run_toolmend("check", stdin="{nope")
     assert unreadable.returncode == 2 and unreadable.stderr.startswith("toolmend check: <stdin>:1:2:")
+
+
+@pytest.mark.parametrize(
+    ("profile", "code"),
+    [("mistral", "TM301"), ("deepseek", "TM304"), ("anthropic", "TM306"), ("gemini", "TM305"), ("ollama", "TM305"),
+     ("xai", "TM305"), ("groq", "TM303"), ("vllm", "TM309"), ("openai", None)],
+)
+def test_profile_flag_runs_that_profiles_rules(tmp_path, capsys, profile, code):
+    call = {"id": "call_AbCdEfGhIjKlMnOpQrStUvWx", "type": "function", "function": {"name": "f", "arguments": "[1]"}, "index": 0}
+    body = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": call["id"], "content": "ok"}]}
+    if profile in ("ollama", "xai", "gemini"):
+        body["messages"][1]["content"] = None
+    status, out, _ = check(capsys, write(tmp_path, orjson.dumps(body).decode()), "--profile", profile)
+    if code is None:
+        assert status == 0
+    else:
+        assert status == 1 and code in out
