@@ -117,4 +117,4 @@ def test_open_store_by_url():
     assert isinstance(memory, InProcessStore) and memory.backend == "memory"
     assert (memory.ttl_seconds, memory.max_entries) == (5, 7)
     with pytest.raises(ValueError, match="unsupported memory URL"):
-        open_store("redis://localhost", 5, 7)
+        open_store("mongodb://localhost", 5, 7)

@@ -5,10 +5,18 @@ and ``recall`` them by any of their call ids. Nothing above this seam knows whic
 store is chosen by URL (``--memory``):
 
 - ``memory://``: in-process, bounded LRU with a time-to-live (``proxy.memory.inprocess``).
+- ``sqlite:///path/to/file.db``: a file shared by every worker of one machine, kept across restarts
+  (``proxy.memory.sqlite``).
+- ``redis://host:port/db`` and ``rediss://``: shared by every replica (``proxy.memory.redis``).
+
+The app wraps whichever store it opens in ``proxy.memory.guarded.GuardedStore``, which gives all of them
+the same behaviour when the store fails: requests go on without it.
 """
 
+import os
+from collections.abc import Mapping
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from proxy.turns import Turn
 
@@ -25,7 +33,11 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
-SCHEMES = ("memory",)
+class StoreUnavailable(Exception):
+    """The store cannot be used right now (its writes are failing); raised by ``remember``."""
+
+
+SCHEMES = ("memory", "sqlite", "redis", "rediss")
 
 
 def open_store(url: str, ttl_seconds: float, max_entries: int) -> Store:
@@ -34,4 +46,72 @@ def open_store(url: str, ttl_seconds: float, max_entries: int) -> Store:
         from proxy.memory.inprocess import InProcessStore
 
         return InProcessStore(ttl_seconds=ttl_seconds, max_entries=max_entries)
-    raise ValueError(f"unsupported memory URL {url!r}: use one of {', '.join(s + '://' for s in SCHEMES)}")
+    if scheme == "sqlite":
+        from proxy.memory.sqlite import SqliteStore
+
+        return SqliteStore(sqlite_path(url), ttl_seconds=ttl_seconds, max_entries=max_entries)
+    if scheme in ("redis", "rediss"):
+        from proxy.memory.redis import RedisStore
+
+        return RedisStore(url, ttl_seconds=ttl_seconds, max_entries=max_entries)
+    raise ValueError(f"unsupported memory URL {redact(url)!r}: use one of {', '.join(s + '://' for s in SCHEMES)}")
+
+
+def default_url(environ: Mapping[str, str]) -> str:
+    """What ``toolmend serve`` uses without ``--memory``: a SQLite file in the per-user state directory,
+    ``$XDG_STATE_HOME/toolmend/memory.db``, else ``~/.local/state/toolmend/memory.db``."""
+    state = environ.get("XDG_STATE_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return "sqlite://" + os.path.join(os.path.abspath(state), "toolmend", "memory.db")
+
+
+def check_url(url: str) -> None:
+    """Raise ``ValueError`` with one line saying what is wrong with a memory URL and how to write it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise ValueError(f"is not a URL ({exc})") from None
+    if parts.scheme not in SCHEMES:
+        raise ValueError(f"is not supported; use one of: {', '.join(s + '://' for s in SCHEMES)}")
+    if parts.scheme == "sqlite":
+        if parts.query or parts.fragment:
+            raise ValueError("must not carry a query or fragment; write sqlite:///path/to/memory.db")
+        path = sqlite_path(url)
+        if not path or path.endswith("/"):
+            raise ValueError("needs a file path, e.g. sqlite:///var/lib/toolmend/memory.db")
+        if path == ":memory:":
+            raise ValueError("is private to one connection; use memory:// for an in-process store")
+    elif parts.scheme in ("redis", "rediss"):
+        _check_redis(parts)
+
+
+def _check_redis(parts: SplitResult) -> None:
+    example = f"{parts.scheme}://127.0.0.1:6379/0"
+    if not parts.hostname:
+        raise ValueError(f"needs a host, e.g. {example}")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number in 0..65535
+    except ValueError:
+        raise ValueError(f"has a bad port; write it like {example}") from None
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ValueError(f"names database {db!r}: the path must be a database number, e.g. {example}")
+
+
+def sqlite_path(url: str) -> str:
+    """``sqlite:///abs/file.db`` -> ``/abs/file.db``; ``sqlite://relative.db`` -> ``relative.db``; ``~`` expands."""
+    rest = url.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0]
+    path = unquote(rest)
+    return os.path.expanduser(path) if path.startswith("~") else path
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, fit for logs and error messages."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:***@{netloc[1]}").geturl()

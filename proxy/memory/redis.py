@@ -1,0 +1,101 @@
+"""``redis://host:port/db`` and ``rediss://`` (TLS): one memory for every replica behind a load balancer.
+
+Keys, all under ``toolmend:``:
+
+- ``toolmend:<tenant>:<call id>``: the whole turn (orjson) that declared the call, one key per call id of
+  the turn, so a recall of any number of ids is one ``MGET``. The server expires each key
+  ``ttl_seconds`` after the turn was last remembered (``SET ... PX``).
+- ``toolmend:turns``: a sorted set of the remembered turns by time, to keep at most ``max_entries`` of
+  them: when a batch takes it over the bound, the oldest turns and their keys are deleted.
+
+Writes go through the write-behind buffer (``proxy.memory.writebehind``): one pipeline per batch of
+remembered turns. Connections are pooled (``MAX_CONNECTIONS``); commands are never retried by the client
+library (the guard backs off instead), and connecting or answering is bounded by ``SOCKET_TIMEOUT``.
+Both can be changed with URL query parameters redis-py understands, e.g. ``?socket_timeout=2``.
+"""
+
+import time
+from collections.abc import Callable
+
+import orjson
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from proxy.memory.writebehind import Write, WriteBehindStore
+from proxy.turns import Turn, call_ids
+
+PREFIX = "toolmend"
+MAX_CONNECTIONS = 64
+SOCKET_TIMEOUT = 1.0
+
+
+class RedisStore(WriteBehindStore):
+    backend = "redis"
+
+    def __init__(self, url: str, ttl_seconds: float, max_entries: int, clock: Callable[[], float] = time.time,
+                 prefix: str = PREFIX) -> None:
+        super().__init__(ttl_seconds, max_entries, clock)
+        self._pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=MAX_CONNECTIONS,
+            timeout=SOCKET_TIMEOUT,  # waiting for a free pooled connection
+            socket_connect_timeout=SOCKET_TIMEOUT,
+            socket_timeout=SOCKET_TIMEOUT,
+            retry=Retry(NoBackoff(), 0),
+        )
+        self._redis = aioredis.Redis(connection_pool=self._pool)
+        self._prefix = prefix
+        self._index = f"{prefix}:turns"
+        self._ttl_ms = max(1, round(ttl_seconds * 1000))
+
+    def key(self, tenant: str, call_id: str) -> str:
+        return f"{self._prefix}:{tenant}:{call_id}"
+
+    async def write(self, batch: list[Write]) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        now = self.clock()
+        turned: dict[bytes, float] = {}
+        for entry in batch:
+            for turn in entry.turns:
+                ids = call_ids(turn)
+                if not ids:
+                    continue
+                blob = orjson.dumps(turn)
+                for cid in ids:
+                    pipe.set(self.key(entry.tenant, cid), blob, px=self._ttl_ms)
+                turned[orjson.dumps([entry.tenant, ids])] = now
+        if not turned:
+            return
+        pipe.zadd(self._index, turned)
+        pipe.zremrangebyscore(self._index, "-inf", now - self.ttl_seconds)
+        pipe.pexpire(self._index, self._ttl_ms)
+        pipe.zcard(self._index)
+        over = (await pipe.execute())[-1] - self.max_entries
+        if over > 0:
+            await self._evict_oldest(over)
+
+    async def _evict_oldest(self, count: int) -> None:
+        oldest = await self._redis.zpopmin(self._index, count)
+        keys = [self.key(tenant, cid) for member, _ in oldest for tenant, ids in [orjson.loads(member)] for cid in ids]
+        if keys:
+            await self._redis.delete(*keys)
+
+    async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        values = await self._redis.mget([self.key(tenant, cid) for cid in ids])
+        found: dict[str, Turn] = {}
+        parsed: dict[bytes, Turn] = {}  # the ids of one turn share one parsed turn
+        for cid, blob in zip(ids, values):
+            if blob is None:
+                continue
+            if blob not in parsed:
+                parsed[blob] = orjson.loads(blob)
+            found[cid] = parsed[blob]
+        return found
+
+    async def ping(self) -> None:
+        await self._redis.ping()
+
+    async def disconnect(self) -> None:
+        await self._redis.aclose()
+        await self._pool.disconnect()

@@ -1,0 +1,156 @@
+"""``sqlite:///path/to/memory.db``: one file shared by every worker of a machine, kept across restarts.
+
+The embedded default. The file is in WAL mode, so readers never wait for the writer, and every
+connection waits up to ``BUSY_TIMEOUT_MS`` for another process's write lock. Each process has one writer
+thread that receives batches from the write-behind buffer (``proxy.memory.writebehind``) and commits each
+in one transaction; recalls run on a small pool of reader threads, so the event loop never waits on the
+file. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
+cut of the machine before the next checkpoint).
+
+Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned
+and are deleted with each batch), and only the newest ``max_entries`` turns are kept: the oldest go
+first. Recall is by any call id of a turn, within its tenant.
+"""
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import orjson
+
+from proxy.memory.writebehind import Write, WriteBehindStore
+from proxy.turns import Turn, call_ids
+
+BUSY_TIMEOUT_MS = 5000
+READER_THREADS = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    expires REAL NOT NULL,
+    turn BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_by_expiry ON turns (expires);
+CREATE TABLE IF NOT EXISTS calls (
+    tenant TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    seq INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+    PRIMARY KEY (tenant, call_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS calls_by_turn ON calls (seq);
+"""
+
+
+class SqliteStore(WriteBehindStore):
+    backend = "sqlite"
+
+    def __init__(self, path: str, ttl_seconds: float, max_entries: int, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(ttl_seconds, max_entries, clock)
+        self.path = path
+        self._writer_thread = ThreadPoolExecutor(1, thread_name_prefix="toolmend-sqlite-writer")
+        self._reader_threads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="toolmend-sqlite-reader")
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    async def write(self, batch: list[Write]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._writer_thread, self._insert, batch)
+
+    async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        return await asyncio.get_running_loop().run_in_executor(self._reader_threads, self._select, tenant, ids)
+
+    async def ping(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._reader_threads, self._select, "", [])
+
+    async def disconnect(self) -> None:
+        await asyncio.to_thread(self._shutdown)
+
+    def __len__(self) -> int:
+        """Turns stored in the file (expired ones included until the next batch deletes them)."""
+        return self._connection().execute("SELECT count(*) FROM turns").fetchone()[0]
+
+    # --- in the threads ----------------------------------------------------------------------------
+
+    def _insert(self, batch: list[Write]) -> None:
+        db = self._connection()
+        now = self.clock()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for entry in batch:
+                for turn in entry.turns:
+                    ids = call_ids(turn)
+                    if not ids:
+                        continue
+                    placeholders = ",".join("?" * len(ids))
+                    # Remembering a turn again replaces it, with all of its ids.
+                    db.execute(f"DELETE FROM turns WHERE seq IN (SELECT seq FROM calls WHERE tenant = ? AND call_id IN ({placeholders}))",
+                               (entry.tenant, *ids))
+                    seq = db.execute("INSERT INTO turns (expires, turn) VALUES (?, ?)", (entry.expires, orjson.dumps(turn))).lastrowid
+                    db.executemany("INSERT OR REPLACE INTO calls (tenant, call_id, seq) VALUES (?, ?, ?)",
+                                   [(entry.tenant, cid, seq) for cid in ids])
+            db.execute("DELETE FROM turns WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM turns WHERE seq <= (SELECT max(seq) FROM turns) - ?", (self.max_entries,))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def _select(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        db = self._connection()
+        if not ids:
+            db.execute("SELECT 1 FROM turns LIMIT 1").fetchall()
+            return {}
+        placeholders = ",".join("?" * len(ids))
+        rows = db.execute(
+            "SELECT calls.call_id, turns.seq, turns.turn FROM calls JOIN turns ON turns.seq = calls.seq"
+            f" WHERE calls.tenant = ? AND calls.call_id IN ({placeholders}) AND turns.expires > ?",
+            (tenant, *ids, self.clock()),
+        ).fetchall()
+        found: dict[str, Turn] = {}
+        by_seq: dict[int, Turn] = {}  # the ids of one turn share one parsed turn
+        for cid, seq, blob in rows:
+            if seq not in by_seq:
+                by_seq[seq] = orjson.loads(blob)
+            found[cid] = by_seq[seq]
+        return found
+
+    def _connection(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._open()
+            self._local.db = db
+        return db
+
+    def _open(self) -> sqlite3.Connection:
+        directory = Path(self.path).parent
+        if not directory.exists():
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('turns', 'calls')").fetchone()[0] < 2:
+                db.executescript(SCHEMA)
+        except BaseException:
+            db.close()
+            raise
+        with self._lock:
+            self._connections.append(db)
+        return db
+
+    def _shutdown(self) -> None:
+        self._writer_thread.shutdown(wait=True)
+        self._reader_threads.shutdown(wait=True)
+        with self._lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+

@@ -1,0 +1,191 @@
+"""Real processes for the shared-memory tests: a throwaway redis-server, and ``python -m proxy serve``.
+
+Everything binds to loopback on a free port, every wait is bounded, and stopping is by process id.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(condition, timeout: float, what: str, interval: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout} s")
+        time.sleep(interval)
+
+
+class RedisServer:
+    """``redis-server`` on a free loopback port, no persistence; ``stop`` and ``start`` keep the port."""
+
+    def __init__(self, port: int | None = None) -> None:
+        if shutil.which("redis-server") is None:
+            pytest.skip("redis-server is not installed (bash .ci/run installs it)")
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def start(self) -> RedisServer:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no", "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_until(self.answers, 5, f"redis-server on port {self.port}")
+        return self
+
+    def answers(self) -> bool:
+        try:
+            return self.command(b"PING").startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def command(self, *parts: bytes) -> bytes:
+        """One command in RESP, the raw reply (enough for PING, FLUSHALL, INFO)."""
+        payload = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+            s.sendall(payload)
+            reply = s.recv(1 << 20)
+            if reply.startswith(b"$"):
+                size = int(reply[1:reply.index(b"\r\n")])
+                while len(reply) < size + len(str(size)) + 5:
+                    reply += s.recv(1 << 20)
+            return reply
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ProxyProcess:
+    """``python -m proxy serve`` as its own OS process; its log goes to a file read by ``log()``."""
+
+    def __init__(self, upstream: str, *args: str, env: dict[str, str] | None = None, port: int | None = None) -> None:
+        self.upstream = upstream
+        self.args = args
+        self.port = port or free_port()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLMEND_")}
+        self.env.update(env or {})
+        self._log = tempfile.NamedTemporaryFile(prefix="toolmend-proxy-", suffix=".log", delete=False)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20) -> ProxyProcess:
+        command = [sys.executable, "-m", "proxy", "serve", "--upstream", self.upstream, "--host", "127.0.0.1",
+                   "--port", str(self.port), *self.args]
+        self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+
+        def healthy() -> bool:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"proxy exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                return httpx.get(self.url + "/readyz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, timeout, f"proxy on port {self.port}", interval=0.05)
+        return self
+
+    def stop(self) -> int | None:
+        """SIGTERM (uvicorn's graceful shutdown: the store flushes), then SIGKILL after 15 s."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        code, self.proc = self.proc.returncode, None
+        return code
+
+    def log(self) -> str:
+        return Path(self._log.name).read_text(errors="replace")
+
+    def __enter__(self) -> ProxyProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._log.close()
+        os.unlink(self._log.name)
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def process_of_local_port(port: int, pids: list[int]) -> int | None:
+    """Which of ``pids`` holds the TCP socket whose local port is ``port`` (from /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return pid
+            except OSError:
+                continue
+    return None

@@ -1,0 +1,106 @@
+"""What every shared memory backend promises, as tests a backend's test module inherits.
+
+A subclass provides ``backend`` fixture: a ``Backend`` that opens stores on one shared location (a file,
+a Redis database) and lets time pass (a fake clock, or real time for a server that expires keys itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from proxy.memory.writebehind import WriteBehindStore
+from proxy.turns import make_turn
+
+
+def turn(*ids: str, content: str | None = None, arguments: str = "{}"):
+    return make_turn([{"id": cid, "type": "function", "function": {"name": "f", "arguments": arguments}} for cid in ids], content)
+
+
+class Backend:
+    def __init__(self, open_store: Callable[..., WriteBehindStore], elapse: Callable[[float], Any]) -> None:
+        self._open = open_store
+        self.elapse = elapse  # awaitable: let that many seconds pass for the store
+        self.opened: list[WriteBehindStore] = []
+
+    def open(self, ttl: float = 60, max_entries: int = 1000) -> WriteBehindStore:
+        store = self._open(ttl, max_entries)
+        store.peer_grace = 0  # the contract is about the store, not about waiting for peers
+        self.opened.append(store)
+        return store
+
+    async def close_all(self) -> None:
+        for store in self.opened:
+            await store.close()
+
+
+class StoreContract:
+    async def test_recall_by_any_call_id_of_a_turn_at_once(self, backend: Backend) -> None:
+        store = backend.open()
+        await store.remember("t", [turn("call_1", "call_2", "call_3", content="text", arguments='{"a": 1}')])
+        found = await store.recall("t", ["call_3", "call_1", "call_unknown"])  # before any write happened
+        assert set(found) == {"call_3", "call_1"}
+        assert found["call_1"] == found["call_3"] == turn("call_1", "call_2", "call_3", content="text", arguments='{"a": 1}')
+        assert await store.flush(5)
+        found = await store.recall("t", ["call_2", "call_unknown"])  # now from the store itself
+        assert list(found) == ["call_2"] and found["call_2"]["content"] == "text"
+
+    async def test_another_process_sees_what_was_written(self, backend: Backend) -> None:
+        writer, reader = backend.open(), backend.open()
+        await writer.remember("t", [turn("call_w", content="shared")])
+        assert await writer.flush(5)
+        assert (await reader.recall("t", ["call_w"]))["call_w"]["content"] == "shared"
+
+    async def test_close_writes_what_is_pending_and_a_new_store_recalls_it(self, backend: Backend) -> None:
+        store = backend.open()
+        await store.remember("t", [turn("call_r1"), turn("call_r2", content="last")])
+        assert store.pending == 1  # nothing written yet: the writer has not run
+        await store.close()
+        again = backend.open()
+        assert set(await again.recall("t", ["call_r1", "call_r2"])) == {"call_r1", "call_r2"}
+
+    async def test_tenants_are_isolated(self, backend: Backend) -> None:
+        store = backend.open()
+        await store.remember("tenant-a", [turn("call_x", content="a")])
+        await store.remember("tenant-b", [turn("call_x", content="b")])
+        for flushed in (False, True):
+            assert (await store.recall("tenant-a", ["call_x"]))["call_x"]["content"] == "a"
+            assert (await store.recall("tenant-b", ["call_x"]))["call_x"]["content"] == "b"
+            assert await store.recall("tenant-c", ["call_x"]) == {}
+            await store.flush(5)
+        assert await backend.open().recall("tenant-c", ["call_x"]) == {}
+
+    async def test_turns_without_ids_are_not_kept_and_the_latest_turn_wins(self, backend: Backend) -> None:
+        store = backend.open()
+        await store.remember("t", [make_turn([{"type": "function", "function": {"name": "f", "arguments": "{}"}}])])
+        await store.remember("t", [turn("call_1", "call_2", content="old")])
+        await store.flush(5)
+        await store.remember("t", [turn("call_1", "call_3", content="new")])
+        await store.flush(5)
+        found = await backend.open().recall("t", ["call_1", "call_3"])
+        assert found["call_1"]["content"] == found["call_3"]["content"] == "new"
+
+    async def test_a_turn_expires_ttl_seconds_after_it_was_remembered(self, backend: Backend) -> None:
+        store = backend.open(ttl=0.5)
+        await store.remember("t", [turn("call_old")])
+        await store.flush(5)
+        await backend.elapse(0.25)
+        await store.remember("t", [turn("call_young")])
+        await store.flush(5)
+        await backend.elapse(0.35)
+        assert list(await store.recall("t", ["call_old", "call_young"])) == ["call_young"]
+        await backend.elapse(0.25)
+        assert await store.recall("t", ["call_young"]) == {}
+
+    async def test_only_the_newest_max_entries_turns_are_kept(self, backend: Backend) -> None:
+        store = backend.open(max_entries=3)
+        for n in range(5):
+            await store.remember("t", [turn(f"call_{n}a", f"call_{n}b")])
+            await store.flush(5)  # one batch each: the oldest goes first
+        await store.remember("t", [turn("call_5a"), turn("call_6a")])  # and within one batch
+        await store.flush(5)
+        found = await backend.open().recall("t", [f"call_{n}{x}" for n in range(7) for x in "ab"])
+        assert sorted(found) == ["call_4a", "call_4b", "call_5a", "call_6a"]
+
+    async def test_ready(self, backend: Backend) -> None:
+        assert await backend.open().ready()

@@ -1,0 +1,79 @@
+"""``sqlite:///path``: the contract every shared store keeps, plus what is particular to the file."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from proxy.memory import StoreUnavailable, open_store
+from proxy.memory.sqlite import SqliteStore
+from tests.support.store_contract import Backend, StoreContract, turn
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def backend(tmp_path: Path):
+    clock = Clock()
+
+    async def elapse(seconds: float) -> None:
+        clock.now += seconds
+
+    opened = Backend(lambda ttl, max_entries: SqliteStore(str(tmp_path / "memory.db"), ttl, max_entries, clock=clock), elapse)
+    yield opened
+    await opened.close_all()
+
+
+class TestSqliteStore(StoreContract):
+    pass
+
+
+async def test_the_file_is_in_wal_mode_with_a_busy_timeout_and_its_directory_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "toolmend" / "memory.db"
+    store = open_store(f"sqlite://{path}", 60, 10)
+    assert isinstance(store, SqliteStore) and store.backend == "sqlite"
+    assert await store.ready()
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    db = store._connection()
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    await store.close()
+
+
+async def test_expired_and_surplus_turns_are_deleted_from_the_file(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=10, max_entries=3, clock=clock)
+    await store.remember("t", [turn("call_1"), turn("call_2", "call_3")])
+    await store.flush(5)
+    clock.now += 11
+    await store.remember("t", [turn(f"call_new{n}") for n in range(5)])
+    await store.flush(5)
+    assert len(store) == 3  # the two expired turns deleted, and of five new ones the oldest two
+    db = sqlite3.connect(tmp_path / "m.db")
+    assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == 3  # their call ids went with them
+    db.close()
+    await store.close()
+
+
+async def test_a_file_that_cannot_be_written_makes_remember_and_ready_say_so(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    store = SqliteStore(str(blocker / "memory.db"), ttl_seconds=10, max_entries=3)
+    store.peer_grace, store.flush_timeout = 0, 0.3
+    await store.remember("t", [turn("call_1")])
+    assert not await store.flush(0.3)  # the writer keeps the turn and backs off
+    with pytest.raises(StoreUnavailable):
+        await store.remember("t", [turn("call_2")])
+    with pytest.raises(sqlite3.OperationalError):
+        await store.ready()
+    assert set(await store.recall("t", ["call_1", "call_2"])) == {"call_1", "call_2"}  # still pending here
+    with pytest.raises(sqlite3.OperationalError):
+        await store.recall("t", ["call_elsewhere"])  # the guard turns this into "nothing recalled"
+    await store.close()
+    assert store.dropped == 2
