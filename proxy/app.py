@@ -14,7 +14,8 @@ from proxy.chat import chat_completions
 from proxy.config import Settings
 from proxy.errors import error_response
 from proxy.forward import Upstream
-from proxy.memory import Store, open_store
+from proxy.memory import Store, open_store, redact
+from proxy.memory.guarded import GuardedStore
 from proxy.passthrough import pass_through
 from proxy.repair import Policy, detect_profile, get_profile
 from proxy.state import ProxyState
@@ -34,7 +35,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         upstream_transport = transport if transport is not None else FastTransport()
         profile = detect_profile(settings.upstream) if settings.profile == "auto" else get_profile(settings.profile)
-        memory = store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries)
+        memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries))
         app.state.proxy = ProxyState(
             settings=settings,
             upstream=Upstream(settings.upstream, upstream_transport, settings.upstream_timeout, settings.upstream_api_key),
@@ -44,6 +45,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
         )
         chosen = "detected from the upstream host" if settings.profile == "auto" else "configured"
         log.info("toolmend forwarding to %s (profile %s, %s; memory %s)", settings.upstream, profile.name, chosen, memory.backend)
+        await _announce_memory(memory, settings, given=store is not None)
         try:
             yield
         finally:
@@ -60,6 +62,15 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
         exception_handlers={404: not_found, 405: not_allowed},
         lifespan=lifespan,
     )
+
+
+async def _announce_memory(memory: GuardedStore, settings: Settings, given: bool) -> None:
+    where = "given by the caller" if given else redact(settings.memory)
+    if await memory.ready():  # when not, the guard has logged why and keeps retrying
+        log.info("memory store %s ready: %s", memory.backend, where)
+    if memory.backend == "memory" and settings.workers > 1:
+        log.warning("--workers %d with memory://: each worker remembers only the calls it relayed itself; "
+                    "use the default SQLite store or redis:// to share them", settings.workers)
 
 
 async def healthz(request: Request) -> Response:

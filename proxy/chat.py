@@ -23,6 +23,8 @@ from proxy.turns import Turn
 log = logging.getLogger("toolmend")
 
 REPAIRS_HEADER = b"x-toolmend-repairs"
+#: On responses served while the memory store is down: calls were neither recalled nor stored this time.
+MEMORY_HEADER = (b"x-toolmend-memory", b"unavailable")
 # The proxy parses chat answers to remember tool calls, so it asks the upstream for them uncompressed.
 DROP_FOR_CHAT = frozenset((b"accept-encoding",))
 
@@ -79,6 +81,9 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
     except ClientGone:
         log.info("client left before the upstream answered; upstream request cancelled request_id=%s", _request_id(request))
         return Response(status_code=CLIENT_CLOSED_REQUEST)
+
+    if not state.store.available:
+        extra_headers.append(MEMORY_HEADER)
 
     async def remember(turns: list[Turn]) -> None:
         await state.store.remember(tenant, turns)

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from proxy.memory import SCHEMES as MEMORY_SCHEMES
+from proxy.memory import check_url as check_memory_url
+from proxy.memory import default_url as default_memory_url
+from proxy.memory import redact as redact_memory_url
 from proxy.repair import ORPHAN_POLICIES, PROFILES
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -44,9 +46,10 @@ SERVE_OPTIONS = (
     Option("workers", 1, "worker processes", int),
     Option("profile", "auto", f"provider profile: auto (from the upstream's host), {', '.join(sorted(PROFILES))}"),
     Option("orphan_policy", "synthesize", f"unknown orphan tool results: {', '.join(ORPHAN_POLICIES)}"),
-    Option("memory", "memory://", "tool-call memory store URL"),
+    Option("memory", "sqlite://$XDG_STATE_HOME/toolmend/memory.db",
+           "tool-call memory store URL: sqlite:///path/file.db, redis://host:port/db, rediss://..., memory://"),
     Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),
-    Option("memory_max_entries", 100_000, "turns kept in the in-process memory", int),
+    Option("memory_max_entries", 100_000, "turns the memory keeps at most (the oldest go first)", int),
     Option("upstream_timeout", 600.0, "seconds to wait for the upstream (connect, read, write)", float),
     Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
     Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
@@ -89,6 +92,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> S
             values[option.name] = option.kind(raw)
         except ValueError:
             raise ConfigError(f"{source}={raw!r} is not a valid {option.kind.__name__}: {option.help}") from None
+    values.setdefault("memory", default_memory_url(environ))
     values["upstream_api_key"] = environ.get("TOOLMEND_UPSTREAM_API_KEY") or None
     values["api_keys"] = frozenset(k.strip() for k in environ.get("TOOLMEND_API_KEYS", "").split(",") if k.strip())
     return Settings(**values)
@@ -108,8 +112,10 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--profile {s.profile!r} is unknown; choose auto or one of: {', '.join(sorted(PROFILES))}")
     if s.orphan_policy not in ORPHAN_POLICIES:
         raise ConfigError(f"--orphan-policy {s.orphan_policy!r} is unknown; choose one of: {', '.join(ORPHAN_POLICIES)}")
-    if urlsplit(s.memory).scheme not in MEMORY_SCHEMES:
-        raise ConfigError(f"--memory {s.memory!r} is not supported; use one of: {', '.join(m + '://' for m in MEMORY_SCHEMES)}")
+    try:
+        check_memory_url(s.memory)
+    except ValueError as exc:
+        raise ConfigError(f"--memory {redact_memory_url(s.memory)!r} {exc}") from None
     if not (math.isfinite(s.memory_ttl) and s.memory_ttl > 0) or s.memory_max_entries < 1:
         raise ConfigError("--memory-ttl must be a number of seconds > 0 and --memory-max-entries >= 1")
     if not (math.isfinite(s.upstream_timeout) and s.upstream_timeout > 0):

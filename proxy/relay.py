@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 import httpx
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -88,9 +89,14 @@ async def relay_chat(upstream: httpx.Response, remember: Remember, extra_headers
         return UpstreamError.from_httpx(exc).response()
     finally:
         await upstream.aclose()
+    # Remembered once the answer is sent, so it costs the client no time; the store makes the turn
+    # visible to this process's recalls at once, before this connection can carry another request.
+    response = Response(body, upstream.status_code, background=BackgroundTask(_remember_answer, body, remember))
+    response.raw_headers = headers
+    return response
+
+
+async def _remember_answer(body: bytes, remember: Remember) -> None:
     turns = turns_from_json(body)
     if turns:
         await remember(turns)
-    response = Response(body, upstream.status_code)
-    response.raw_headers = headers
-    return response

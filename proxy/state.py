@@ -11,7 +11,7 @@ from starlette.responses import Response
 from proxy.config import Settings
 from proxy.errors import error_response
 from proxy.forward import RawHeaders, Upstream
-from proxy.memory import Store
+from proxy.memory.guarded import GuardedStore
 from proxy.repair import Policy, Profile
 from proxy.tenant import credential, tenant_id
 
@@ -20,7 +20,7 @@ from proxy.tenant import credential, tenant_id
 class ProxyState:
     settings: Settings
     upstream: Upstream
-    store: Store
+    store: GuardedStore  # whichever backend, with the same failure behaviour
     profile: Profile
     policy: Policy
 

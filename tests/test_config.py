@@ -1,5 +1,7 @@
 """Settings: flag beats environment beats default; every bad setting is a one-line ConfigError naming it."""
 
+import os
+
 import pytest
 
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, load
@@ -11,7 +13,9 @@ def flags(**given):
 
 def test_defaults():
     settings = load(flags(), {})
-    assert settings == Settings()
+    # `toolmend serve` remembers in the per-user SQLite file; a Settings built directly keeps memory://.
+    assert settings == Settings(memory=f"sqlite://{os.path.expanduser('~')}/.local/state/toolmend/memory.db")
+    assert load(flags(), {"XDG_STATE_HOME": "/var/state"}).memory == "sqlite:///var/state/toolmend/memory.db"
     assert settings.upstream == "https://api.openai.com/v1"
     assert (settings.port, settings.workers, settings.profile, settings.orphan_policy) == (8080, 1, "auto", "synthesize")
     assert settings.upstream_api_key is None and settings.api_keys == frozenset()
@@ -55,8 +59,16 @@ BAD_FLAGS = [
     ("workers", "two", "--workers"),
     ("profile", "nope", "--profile"),
     ("orphan_policy", "keep", "--orphan-policy"),
-    ("memory", "redis://localhost", "--memory"),
+    ("memory", "mongodb://localhost", "--memory"),
     ("memory", "no-scheme", "--memory"),
+    ("memory", "redis://localhost:port/0", "--memory"),
+    ("memory", "redis://localhost:70000", "--memory"),
+    ("memory", "redis:///0", "--memory"),
+    ("memory", "redis://localhost/cache", "--memory"),
+    ("memory", "sqlite://", "--memory"),
+    ("memory", "sqlite:///var/lib/toolmend/", "--memory"),
+    ("memory", "sqlite://:memory:", "--memory"),
+    ("memory", "sqlite:///x.db?mode=ro", "--memory"),
     ("memory_ttl", "0", "--memory-ttl"),
     ("memory_ttl", "-5", "--memory-ttl"),
     ("memory_ttl", "soon", "--memory-ttl"),

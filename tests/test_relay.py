@@ -87,7 +87,7 @@ async def test_stream_with_several_choices_remembers_one_turn_per_choice(upstrea
     serve_stream(upstream, ScriptedStream(events))
     async with running_proxy() as proxy:
         await proxy.client.post(PATH, content=BODY, headers=AUTH)
-        assert len(proxy.state.store) == 2
+        assert len(proxy.state.store.store) == 2
         found = await proxy.state.store.recall(tenant_for(), ["call_c0", "call_c1"])
     assert found["call_c0"]["tool_calls"] == [{"id": "call_c0", "type": "function", "function": {"name": "a", "arguments": "{}"}}]
     assert found["call_c1"]["tool_calls"] == [{"id": "call_c1", "type": "function", "function": {"name": "b", "arguments": "{}"}}]

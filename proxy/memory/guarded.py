@@ -1,0 +1,107 @@
+"""The same failure behaviour for every store: the proxy serves on when its memory is down.
+
+``GuardedStore`` wraps whichever store the app opened. When the store fails (an error, or a recall
+slower than ``RECALL_TIMEOUT``):
+
+- recall returns nothing, so orphan results follow ``--orphan-policy``; remember failures are swallowed
+  (write-behind stores keep the turns and retry them on their own);
+- ``available`` turns False, which puts ``x-toolmend-memory: unavailable`` on responses, and
+  ``/readyz`` says ``degraded``; one warning is logged, and ``failures`` counts every failed operation;
+- recalls are not even tried while the store is down (``skipped`` counts them); a background probe
+  asks the store's ``ready`` with exponential backoff (0.2 s doubling to 10 s), never on every request.
+  When it answers, the store is used again and an info line says so.
+"""
+
+import asyncio
+import logging
+import time
+
+from proxy.memory import Store
+from proxy.memory.backoff import Backoff
+from proxy.turns import Turn
+
+log = logging.getLogger("toolmend")
+
+#: Seconds a recall may take before the request goes on without it (and the store counts as down).
+RECALL_TIMEOUT = 1.0
+
+
+class GuardedStore:
+    def __init__(self, store: Store, recall_timeout: float = RECALL_TIMEOUT, backoff: Backoff | None = None) -> None:
+        self.store = store
+        self.backend = store.backend
+        self.recall_timeout = recall_timeout
+        self.failures = 0  # operations that failed
+        self.skipped = 0  # recalls not tried because the store was down
+        self._backoff = backoff or Backoff()
+        self._down_since: float | None = None
+        self._probe: asyncio.Task[None] | None = None
+
+    @property
+    def available(self) -> bool:
+        return self._down_since is None
+
+    async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        if self._down_since is not None:
+            self.skipped += 1
+            return {}
+        try:
+            async with asyncio.timeout(self.recall_timeout):
+                return await self.store.recall(tenant, ids)
+        except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the request goes on
+            self._failed("recall", exc)
+            return {}
+
+    async def remember(self, tenant: str, turns: list[Turn]) -> None:
+        try:
+            await self.store.remember(tenant, turns)
+        except Exception as exc:  # noqa: BLE001
+            self._failed("remember", exc)
+
+    async def ready(self) -> bool:
+        if self._down_since is not None:
+            return False  # the probe finds out when it is back
+        try:
+            async with asyncio.timeout(self.recall_timeout):
+                if await self.store.ready():
+                    return True
+            self._failed("ready", None)
+        except Exception as exc:  # noqa: BLE001
+            self._failed("ready", exc)
+        return False
+
+    async def close(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            await asyncio.gather(self._probe, return_exceptions=True)
+            self._probe = None
+        try:
+            await self.store.close()
+        except Exception as exc:  # noqa: BLE001 - shutting down: say so, do not crash the shutdown
+            log.warning("memory store %s did not close cleanly: %s: %s", self.backend, type(exc).__name__, exc)
+
+    def _failed(self, operation: str, exc: BaseException | None) -> None:
+        self.failures += 1
+        reason = "not ready" if exc is None else f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if self._down_since is not None:
+            log.debug("memory store %s still unavailable (%s): %s", self.backend, operation, reason)
+            return
+        self._down_since = time.monotonic()
+        log.warning("memory store unavailable backend=%s operation=%s error=%s; serving without it "
+                    "(orphan results follow the orphan policy) and retrying with backoff", self.backend, operation, reason)
+        self._probe = asyncio.get_running_loop().create_task(self._probe_until_back(), name="toolmend-memory-probe")
+
+    async def _probe_until_back(self) -> None:
+        while True:
+            await asyncio.sleep(self._backoff.next_delay())
+            try:
+                async with asyncio.timeout(self.recall_timeout):
+                    if await self.store.ready():
+                        break
+            except Exception as exc:  # noqa: BLE001
+                log.debug("memory store %s probe failed: %s: %s", self.backend, type(exc).__name__, exc)
+        down_for = time.monotonic() - (self._down_since or time.monotonic())
+        self._down_since = None
+        self._backoff.reset()
+        self._probe = None
+        log.info("memory store available again backend=%s after %.1f s", self.backend, down_for)

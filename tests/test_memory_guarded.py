@@ -1,0 +1,155 @@
+"""``GuardedStore``: every backend fails the same way, and the proxy serves on without its memory."""
+
+import asyncio
+import logging
+
+import httpx
+import orjson
+import pytest
+import respx
+
+from proxy.memory.backoff import Backoff
+from proxy.memory.guarded import GuardedStore
+from proxy.memory.inprocess import InProcessStore
+from proxy.turns import make_turn
+from tests.support.proxy_fixtures import (
+    AUTH,
+    UPSTREAM,
+    AsgiCall,
+    build_app,
+    call,
+    call_asgi,
+    completion,
+    orphan_history,
+    running_proxy,
+    started,
+    tenant_for,
+)
+
+PATH = "/v1/chat/completions"
+
+
+class FlakyStore(InProcessStore):
+    """The in-process store, with a switch that makes every operation fail like a dead server."""
+
+    backend = "flaky"
+
+    def __init__(self) -> None:
+        super().__init__(ttl_seconds=60, max_entries=100)
+        self.broken = False
+        self.slow = 0.0
+        self.calls: list[str] = []
+
+    async def _maybe_fail(self, operation: str) -> None:
+        self.calls.append(operation)
+        if self.slow:
+            await asyncio.sleep(self.slow)
+        if self.broken:
+            raise ConnectionError("Connection refused")
+
+    async def recall(self, tenant, ids):
+        await self._maybe_fail("recall")
+        return await super().recall(tenant, ids)
+
+    async def remember(self, tenant, turns):
+        await self._maybe_fail("remember")
+        await super().remember(tenant, turns)
+
+    async def ready(self):
+        await self._maybe_fail("ready")
+        return True
+
+
+def guard(store: FlakyStore, **kwargs) -> GuardedStore:
+    return GuardedStore(store, backoff=Backoff(initial=0.05, maximum=0.2, jitter=0), **kwargs)
+
+
+async def test_a_failing_store_is_skipped_then_probed_with_backoff_until_it_is_back(caplog) -> None:
+    store = FlakyStore()
+    memory = guard(store)
+    await memory.remember("t", [make_turn([call("call_1")])])
+    store.broken = True
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        assert await memory.recall("t", ["call_1"]) == {}
+        assert not memory.available and memory.failures == 1
+        for _ in range(20):  # requests while it is down never reach it
+            assert await memory.recall("t", ["call_1"]) == {}
+        assert memory.skipped == 20 and store.calls.count("recall") == 1
+        assert not await memory.ready()
+        await memory.remember("t", [make_turn([call("call_2")])])  # swallowed, counted
+        assert memory.failures == 2
+        await asyncio.sleep(0.4)
+        probes = store.calls.count("ready")
+        assert 2 <= probes <= 4  # 0.05, 0.1, 0.2, 0.2 s apart: not on every request, not in a tight loop
+        store.broken = False
+        await asyncio.sleep(0.3)
+        assert memory.available and await memory.ready()
+        assert list(await memory.recall("t", ["call_1"])) == ["call_1"]
+    unavailable = [r for r in caplog.records if "memory store unavailable" in r.getMessage()]
+    assert len(unavailable) == 1 and "backend=flaky" in unavailable[0].getMessage()
+    assert "ConnectionError: Connection refused" in unavailable[0].getMessage()
+    assert any("memory store available again backend=flaky" in r.getMessage() for r in caplog.records)
+    await memory.close()
+
+
+async def test_a_slow_recall_counts_as_a_failure() -> None:
+    store = FlakyStore()
+    memory = guard(store, recall_timeout=0.05)
+    store.slow = 1.0
+    assert await memory.recall("t", ["call_1"]) == {}
+    assert not memory.available
+    await memory.close()  # also stops the probe
+
+
+@pytest.fixture
+def upstream():
+    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
+        yield mock
+
+
+async def test_requests_go_through_with_fallback_repairs_and_say_the_memory_is_unavailable(upstream) -> None:
+    route = upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion([call("call_new")])))
+    store = FlakyStore()
+    async with running_proxy(store=store) as proxy:
+        await proxy.state.store.remember(tenant_for(), [make_turn([call("call_known", arguments='{"x": 1}')])])
+        healthy = await proxy.client.post(PATH, json={"messages": orphan_history("call_known")}, headers=AUTH)
+        assert "x-toolmend-memory" not in healthy.headers
+        assert orjson.loads(route.calls.last.request.content)["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"x": 1}'
+        store.broken = True
+        for _ in range(3):
+            response = await proxy.client.post(PATH, json={"messages": orphan_history("call_known")}, headers=AUTH)
+            assert response.status_code == 200
+            assert response.headers["x-toolmend-memory"] == "unavailable"
+            assert response.headers["x-toolmend-repairs"] == "TM101=1"
+            sent = orjson.loads(route.calls.last.request.content)["messages"][1]["tool_calls"][0]
+            assert sent["function"] == {"name": "unknown_tool", "arguments": "{}"}  # the orphan policy's synthesis
+        ready = await proxy.client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "degraded", "memory": {"backend": "flaky", "ready": False}}
+        assert proxy.state.store.failures >= 2  # the failed recall, and the failed remember of the answer
+
+
+async def test_a_json_answer_is_remembered_only_after_it_was_sent(upstream) -> None:
+    upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion([call("call_after")])))
+    store = FlakyStore()
+    events: list[str] = []
+    original = store.remember
+
+    async def remember(tenant, turns):
+        events.append("remember")
+        await original(tenant, turns)
+
+    store.remember = remember
+    async with started(build_app(store=store)) as app:
+        asgi = AsgiCall()
+
+        async def on_send(message):
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                events.append("answer sent")
+
+        asgi.on_send = on_send
+        asgi.disconnect.set()
+        body = orjson.dumps({"messages": [{"role": "user", "content": "q"}]})
+        await call_asgi(app, asgi, "POST", PATH, [(b"authorization", AUTH["authorization"].encode())], [body])
+    assert events == ["answer sent", "remember"]
+    assert asgi.status == 200
