@@ -16,9 +16,8 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 WORKDIR /src
 RUN python -m venv /opt/toolmend
 # Dependencies first, read from pyproject.toml, so a code-only change reuses this layer: the core ones
-# and those of the extras named in TOOLMEND_EXTRAS that pyproject.toml defines ("fast": uvloop and
-# httptools; "redis": the shared memory store's client, when it is an extra).
-ARG TOOLMEND_EXTRAS="fast redis"
+# and those of the extras named in TOOLMEND_EXTRAS ("fast": uvloop, httptools, hiredis).
+ARG TOOLMEND_EXTRAS="fast"
 COPY pyproject.toml ./
 RUN python -c "import os, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 extras = p.get('optional-dependencies', {}); \
@@ -44,14 +43,16 @@ ENV PATH=/opt/toolmend/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     TOOLMEND_HOST=0.0.0.0 \
-    TOOLMEND_PORT=8080
+    TOOLMEND_PORT=8080 \
+    TOOLMEND_MEMORY=sqlite:///data/memory.db
 RUN groupadd --gid 10001 toolmend \
  && useradd --uid 10001 --gid toolmend --home-dir /data --no-create-home \
             --shell /usr/sbin/nologin toolmend \
  && mkdir /data \
  && chown toolmend:toolmend /data
 COPY --from=build /opt/toolmend /opt/toolmend
-# The memory store's files live here (mount a volume to keep them across containers).
+# The default memory store's file, /data/memory.db, lives here: mount a volume to keep it across
+# containers (and to share it between containers of one machine).
 VOLUME ["/data"]
 WORKDIR /data
 USER 10001:10001

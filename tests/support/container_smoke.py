@@ -194,10 +194,12 @@ def check_health(port: int, container: str) -> None:
     status, _, body = request(port, "GET", "/healthz")
     check(status == 200 and orjson.loads(body) == {"status": "ok"}, f"/healthz: {status} {body!r}")
     status, _, body = request(port, "GET", "/readyz")
-    check(status == 200 and orjson.loads(body).get("status") == "ready", f"/readyz: {status} {body!r}")
+    ready = orjson.loads(body) if status == 200 else {}
+    check(ready.get("status") == "ready" and ready.get("memory", {}).get("backend") == "sqlite",
+          f"/readyz: {status} {body!r} (expected ready, with the image's default SQLite memory)")
     result = podman("healthcheck", "run", container, check_rc=False)
     check(result.returncode == 0, f"the image's HEALTHCHECK failed ({result.returncode}): {result.stdout}{result.stderr}")
-    say(f"/healthz, /readyz and the image HEALTHCHECK pass ({orjson.loads(body)['memory']})")
+    say(f"/healthz, /readyz ({ready['memory']}) and the image HEALTHCHECK pass")
 
 
 def check_process(container: str) -> None:
@@ -211,7 +213,7 @@ def check_process(container: str) -> None:
     say(f"PID 1 is {cmdline!r}, uid {uid} (not root)")
 
 
-def check_repairs(port: int, recorder: Recorder) -> None:
+def check_repairs(port: int, container: str, recorder: Recorder) -> None:
     # A clean request: reaches the upstream as the very bytes sent, no repair header.
     clean = orjson.dumps({"model": "gpt-strict-test", "messages": [{"role": "user", "content": "Hello"}]})
     status, headers, body = request(port, "POST", "/v1/chat/completions", clean)
@@ -239,7 +241,12 @@ def check_repairs(port: int, recorder: Recorder) -> None:
     check(sent[1]["tool_calls"] == calls, f"re-inserted calls differ from the upstream's:\n{sent[1]['tool_calls']}\n{calls}")
     check(orjson.loads(body)["choices"][0]["message"]["content"] == "Received 2 tool results.", f"answer: {body[:300]!r}")
     check(not recorder.rejections, f"the strict upstream rejected something: {recorder.rejections}")
-    say(f"orphan tool results repaired with the remembered calls (x-toolmend-repairs: {repairs}); clean request byte-identical")
+    # The image's default memory is a SQLite file on the /data volume, written by the non-root user.
+    listing = podman("exec", container, "stat", "-c", "%u %s %n", "/data/memory.db", check_rc=False)
+    check(listing.returncode == 0 and listing.stdout.split()[0] != "0",
+          f"no /data/memory.db owned by the app user: {listing.stdout}{listing.stderr}")
+    say(f"orphan tool results repaired with the remembered calls (x-toolmend-repairs: {repairs}), "
+        f"remembered in /data/memory.db; clean request byte-identical")
 
 
 class StreamReader(threading.Thread):
@@ -335,7 +342,7 @@ def main() -> int:
             wait_healthy(proxy_port, name)
             check_health(proxy_port, name)
             check_process(name)
-            check_repairs(proxy_port, recorder)
+            check_repairs(proxy_port, name, recorder)
             check_graceful_stop(proxy_port, name)
         except Failure:
             print(f"--- container log ---\n{logs(name)}", file=sys.stderr)
