@@ -111,10 +111,16 @@ class ProxyProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20) -> ProxyProcess:
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> ProxyProcess:
+        """Start the process without waiting for it (start several, then ``wait_ready`` each)."""
         command = [sys.executable, "-m", "proxy", "serve", "--upstream", self.upstream, "--host", "127.0.0.1",
                    "--port", str(self.port), *self.args]
         self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        return self
 
+    def wait_ready(self, timeout: float = 20) -> ProxyProcess:
         def healthy() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"proxy exited with {self.proc.returncode}:\n{self.log()}")
