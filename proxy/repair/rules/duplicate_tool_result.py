@@ -16,7 +16,7 @@ Good:
     {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
 """
 
-from proxy.repair.content import as_text
+from proxy.repair.content import as_parts, as_text, is_media_part
 from proxy.repair.context import Context
 from proxy.repair.history import Message, is_tool, result_id
 from proxy.repair.rule import Rule
@@ -41,11 +41,19 @@ def apply(ctx: Context) -> None:
             action = "replaced placeholder with the real result"
         elif _is_placeholder(ctx, message) or as_text(message.get("content")) == as_text(kept.get("content")):
             action = "removed duplicate"
+        elif _has_media(kept) or _has_media(message):  # keep media as parts: TM206 moves them to a user message
+            kept["content"] = as_parts(kept.get("content")) + as_parts(message.get("content"))
+            action = "merged two different results"
         else:
             kept["content"] = as_text(kept.get("content")) + "\n\n" + as_text(message.get("content"))
             action = "merged two different results"
         del ctx.messages[position]
         ctx.report(RULE, message, "removed", f"second result of {rid}: {action}", position)
+
+
+def _has_media(message: Message) -> bool:
+    content = message.get("content")
+    return type(content) is list and any(is_media_part(part) for part in content)
 
 
 def _is_placeholder(ctx: Context, message: Message) -> bool:

@@ -42,6 +42,7 @@ def apply(ctx: Context) -> None:
     recalled = ctx.recall(list(dict.fromkeys(result_id(m) for m in orphans))) or {}
     restored: set[str] = set()  # first call id of every remembered turn already put back
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
+    declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
     orphan_ids = {id(m) for m in orphans}
     position = 0
     while position < len(ctx.messages):
@@ -51,7 +52,10 @@ def apply(ctx: Context) -> None:
             continue
         rid = result_id(message)
         turn = recalled.get(rid)
-        if turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
+        if rid in declared:
+            position += 1
+        elif turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
+            declared.update(call_id(call) for call in turn["tool_calls"])
             position += _restore(ctx, position, turn, restored, holders)
         elif ctx.policy.orphans == "reject":
             ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
@@ -60,7 +64,10 @@ def apply(ctx: Context) -> None:
             del ctx.messages[position]
             ctx.report(RULE, message, "removed", f"result of unknown call {rid} dropped (orphan policy 'drop')", position)
         else:
+            declared.add(rid)
             position += _synthesize(ctx, position, synthesized)
+    if not ctx.messages:  # every message was an unknown orphan: an empty history is no request at all
+        ctx.reject(RULE, orphans[0], "every message is a tool result of an unknown call; dropping them leaves nothing to send")
 
 
 def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holders: dict[str, Message]) -> int:
@@ -75,8 +82,12 @@ def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holder
     # A kept assistant message that still declares some of the turn's calls gets the missing ones back.
     holder = next((holders[cid] for cid in map(call_id, calls) if cid in holders), None)
     if holder is not None:
+        # The turn's calls in the turn's order (the client's copy where it kept one), then any calls of the
+        # holder the turn does not know (a later turn that reused an id): nothing declared is lost.
         kept = {call_id(call): call for call in holder["tool_calls"]}
-        holder["tool_calls"] = [kept.get(call_id(call), call) for call in calls]
+        turn_ids = {call_id(call) for call in calls}
+        own = [call for call in holder["tool_calls"] if call_id(call) not in turn_ids]
+        holder["tool_calls"] = [kept.get(call_id(call), call) for call in calls] + own
         ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory", position)
         return 1
     previous = ctx.messages[position - 1] if position > 0 else None
