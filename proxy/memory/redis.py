@@ -68,8 +68,9 @@ class RedisStore(WriteBehindStore):
         if not turned:
             return
         pipe.zadd(self._index, turned)
-        pipe.zremrangebyscore(self._index, "-inf", now - self.ttl_seconds)
-        pipe.pexpire(self._index, self._ttl_ms)
+        if self.prune_due(now):
+            pipe.zremrangebyscore(self._index, "-inf", now - self.ttl_seconds)
+            pipe.pexpire(self._index, self._ttl_ms)
         pipe.zcard(self._index)
         over = (await pipe.execute())[-1] - self.max_entries
         if over > 0:

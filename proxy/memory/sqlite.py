@@ -7,9 +7,13 @@ in one transaction; recalls run on a small pool of reader threads, so the event 
 file. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
 cut of the machine before the next checkpoint).
 
-Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned
-and are deleted with each batch), and only the newest ``max_entries`` turns are kept: the oldest go
-first. Recall is by any call id of a turn, within its tenant.
+One table: a row per call id, holding the whole turn, keyed by (tenant, call id), so a recall of any
+number of ids is one indexed query. Turns are numbered as they are written (under the write lock, so
+across processes); remembering a call id again replaces its row.
+
+Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned,
+and the writer deletes them at most once a second), and only the newest ``max_entries`` turns are kept:
+each batch deletes the oldest beyond that.
 """
 
 import asyncio
@@ -29,19 +33,16 @@ BUSY_TIMEOUT_MS = 5000
 READER_THREADS = 2
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS turns (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    expires REAL NOT NULL,
-    turn BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turns_by_expiry ON turns (expires);
 CREATE TABLE IF NOT EXISTS calls (
     tenant TEXT NOT NULL,
     call_id TEXT NOT NULL,
-    seq INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,   -- the turn: numbered in the order turns were written, across processes
+    expires REAL NOT NULL,
+    turn BLOB NOT NULL,     -- the whole turn, under each of its call ids
     PRIMARY KEY (tenant, call_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS calls_by_turn ON calls (seq);
+CREATE INDEX IF NOT EXISTS calls_by_expiry ON calls (expires);
 """
 
 
@@ -70,30 +71,30 @@ class SqliteStore(WriteBehindStore):
         await asyncio.to_thread(self._shutdown)
 
     def __len__(self) -> int:
-        """Turns stored in the file (expired ones included until the next batch deletes them)."""
-        return self._connection().execute("SELECT count(*) FROM turns").fetchone()[0]
+        """Turns stored in the file (expired ones included until a batch deletes them)."""
+        return self._connection().execute("SELECT count(DISTINCT seq) FROM calls").fetchone()[0]
 
     # --- in the threads ----------------------------------------------------------------------------
 
     def _insert(self, batch: list[Write]) -> None:
         db = self._connection()
         now = self.clock()
-        db.execute("BEGIN IMMEDIATE")
+        db.execute("BEGIN IMMEDIATE")  # the write lock first: no other process numbers turns meanwhile
         try:
+            seq = db.execute("SELECT coalesce(max(seq), 0) FROM calls").fetchone()[0]
+            rows = []
             for entry in batch:
                 for turn in entry.turns:
                     ids = call_ids(turn)
-                    if not ids:
-                        continue
-                    placeholders = ",".join("?" * len(ids))
-                    # Remembering a turn again replaces it, with all of its ids.
-                    db.execute(f"DELETE FROM turns WHERE seq IN (SELECT seq FROM calls WHERE tenant = ? AND call_id IN ({placeholders}))",
-                               (entry.tenant, *ids))
-                    seq = db.execute("INSERT INTO turns (expires, turn) VALUES (?, ?)", (entry.expires, orjson.dumps(turn))).lastrowid
-                    db.executemany("INSERT OR REPLACE INTO calls (tenant, call_id, seq) VALUES (?, ?, ?)",
-                                   [(entry.tenant, cid, seq) for cid in ids])
-            db.execute("DELETE FROM turns WHERE expires <= ?", (now,))
-            db.execute("DELETE FROM turns WHERE seq <= (SELECT max(seq) FROM turns) - ?", (self.max_entries,))
+                    if ids:
+                        seq += 1
+                        blob = orjson.dumps(turn)
+                        rows += [(entry.tenant, cid, seq, entry.expires, blob) for cid in ids]
+            # Remembering a call id again replaces its turn.
+            db.executemany("INSERT OR REPLACE INTO calls (tenant, call_id, seq, expires, turn) VALUES (?, ?, ?, ?, ?)", rows)
+            db.execute("DELETE FROM calls WHERE seq <= ?", (seq - self.max_entries,))
+            if self.prune_due(now):
+                db.execute("DELETE FROM calls WHERE expires <= ?", (now,))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -103,12 +104,11 @@ class SqliteStore(WriteBehindStore):
     def _select(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         db = self._connection()
         if not ids:
-            db.execute("SELECT 1 FROM turns LIMIT 1").fetchall()
+            db.execute("SELECT 1 FROM calls LIMIT 1").fetchall()
             return {}
         placeholders = ",".join("?" * len(ids))
         rows = db.execute(
-            "SELECT calls.call_id, turns.seq, turns.turn FROM calls JOIN turns ON turns.seq = calls.seq"
-            f" WHERE calls.tenant = ? AND calls.call_id IN ({placeholders}) AND turns.expires > ?",
+            f"SELECT call_id, seq, turn FROM calls WHERE tenant = ? AND call_id IN ({placeholders}) AND expires > ?",
             (tenant, *ids, self.clock()),
         ).fetchall()
         found: dict[str, Turn] = {}
@@ -136,8 +136,7 @@ class SqliteStore(WriteBehindStore):
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.execute("PRAGMA foreign_keys = ON")
-            if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('turns', 'calls')").fetchone()[0] < 2:
+            if db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'calls'").fetchone()[0] == 0:
                 db.executescript(SCHEMA)
         except BaseException:
             db.close()

@@ -35,6 +35,8 @@ BATCH_LIMIT = 1_000
 #: Seconds the writer lets remembered turns gather before writing them as one batch: under load the
 #: cost of a write is shared by many turns, and a lone request never has its neighbour wait on a write.
 LINGER = 0.002
+#: Seconds between deletions of expired turns (they are never returned before that either).
+PRUNE_INTERVAL = 1.0
 #: Seconds ``close`` waits for pending writes to reach the store.
 FLUSH_TIMEOUT = 5.0
 
@@ -64,6 +66,7 @@ class WriteBehindStore:
         self.peer_grace = PEER_GRACE
         self.linger = LINGER
         self.flush_timeout = FLUSH_TIMEOUT
+        self.pruned_at = float("-inf")  # when the writer last deleted expired turns
         self._queue: deque[Write] = deque()
         self._pending: dict[tuple[str, str], tuple[Write, Turn]] = {}
         self._writer: asyncio.Task[None] | None = None
@@ -145,6 +148,13 @@ class WriteBehindStore:
             return False
         return True
 
+    def prune_due(self, now: float) -> bool:
+        """Whether this batch should also delete expired turns (at most every ``PRUNE_INTERVAL`` s)."""
+        if now - self.pruned_at < PRUNE_INTERVAL:
+            return False
+        self.pruned_at = now
+        return True
+
     @property
     def pending(self) -> int:
         return len(self._queue)
@@ -157,8 +167,8 @@ class WriteBehindStore:
                 self._idle.set()
                 await self._wake.wait()
                 self._wake.clear()
-                await asyncio.sleep(self.linger)
-                continue
+            if len(self._queue) < BATCH_LIMIT:
+                await asyncio.sleep(self.linger)  # also between batches: a write per request would cost far more
             batch = [self._queue.popleft() for _ in range(min(len(self._queue), BATCH_LIMIT))]
             try:
                 await self.write(batch)
