@@ -348,7 +348,7 @@ def main() -> int:
             print(f"--- container log ---\n{logs(name)}", file=sys.stderr)
             raise
         finally:
-            podman("rm", "--force", "--time", "0", name, check_rc=False)
+            podman("rm", "--force", "--volumes", "--time", "0", name, check_rc=False)
     return 0
 
 
