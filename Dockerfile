@@ -52,7 +52,7 @@ RUN groupadd --gid 10001 toolmend \
  && chown toolmend:toolmend /data
 COPY --from=build /opt/toolmend /opt/toolmend
 # The default memory store's file, /data/memory.db, lives here: mount a volume to keep it across
-# containers (and to share it between containers of one machine).
+# containers.
 VOLUME ["/data"]
 WORKDIR /data
 USER 10001:10001
