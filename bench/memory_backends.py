@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""What each memory backend costs: toolmend with memory://, the SQLite file and Redis, in one run.
+
+    python bench/memory_backends.py                       # JSON, 10 s at 32 connections, 5 s at 1
+    python bench/memory_backends.py --duration 3 --rounds 2
+    python bench/memory_backends.py --only stream         # any other bench/run.py option passes through
+
+Starts a throwaway redis-server (no persistence, on the load CPUs like the mock upstream, as a separate
+Redis machine would be) and a temporary SQLite file, runs bench/run.py with one target per backend,
+and prints each backend's throughput at 32 connections and median latency at 1 connection against
+memory://'s. Every answer of the mock carries a tool call, so every request remembers one turn.
+
+Stdlib only; needs what bench/run.py needs, plus redis-server (apt-get install -y redis-server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+SERVE = "{python} -m proxy serve --upstream {upstream} --host 127.0.0.1 --port {port} --log-level warning --memory "
+BACKENDS = ("memory", "sqlite", "redis")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(port: int, cpus: str) -> subprocess.Popen:
+    if shutil.which("redis-server") is None:
+        sys.exit("missing: redis-server (apt-get install -y redis-server)")
+    proc = subprocess.Popen(["taskset", "-c", cpus, "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit("redis-server did not start")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--load-cpus", default="0")
+    args, passthrough = parser.parse_known_args()
+    workdir = Path(tempfile.mkdtemp(prefix="toolmend-memory-bench-"))
+    out = workdir / "results.json"
+    redis_port = free_port()
+    redis = start_redis(redis_port, args.load_cpus)
+    urls = {"memory": "memory://", "sqlite": f"sqlite://{workdir}/memory.db", "redis": f"redis://127.0.0.1:{redis_port}/0"}
+    command = [sys.executable, str(BENCH / "run.py"), "--targets", ",".join(BACKENDS), "--out", str(out),
+               "--load-cpus", args.load_cpus, *passthrough]
+    for name in BACKENDS:
+        command += ["--target", f"{name}={SERVE}{urls[name]}"]
+    if "--only" not in passthrough:
+        command += ["--only", "json"]
+    try:
+        code = subprocess.call(command)
+    finally:
+        redis.terminate()
+        redis.wait(5)
+    if code != 0 or not out.exists():
+        return code or 1
+    report(json.loads(out.read_text()))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def report(doc: dict) -> None:
+    print("\n== Memory backends against memory:// (same run) ==")
+    print(f"{'scenario':<8} {'backend':<8} {'req/s @32':>10} {'vs memory':>10} {'p50 ms @1':>10} {'added ms':>9} {'cpu us/req @32':>15}")
+    for scenario, targets in doc["summary"].items():
+        base = targets.get("memory", {})
+        for name in BACKENDS:
+            row = targets.get(name)
+            if not row:
+                print(f"{scenario:<8} {name:<8} unavailable")
+                continue
+            rps, p50 = row["c32"]["rps"], row["c1"]["p50_ms"]
+            ratio = rps / base["c32"]["rps"] if base else float("nan")
+            added = p50 - base["c1"]["p50_ms"] if base else float("nan")
+            cpu = row["c32"]["cpu_us_per_req"]
+            print(f"{scenario:<8} {name:<8} {rps:>10,.0f} {ratio:>9.1%} {p50:>10.3f} {added:>+9.3f} {cpu if cpu is not None else float('nan'):>15.0f}")
+    print("target: each shared backend keeps >= 85% of memory://'s throughput")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
