@@ -81,7 +81,7 @@ class WriteBehindStore:
     # --- what subclasses provide --------------------------------------------------------------------
 
     async def write(self, batch: list[Write]) -> None:
-        """Write every turn of ``batch`` durably, as one transaction or pipeline; raise on failure."""
+        """Write every turn of ``batch`` durably, in one transaction or round trip; raise on failure."""
         raise NotImplementedError
 
     async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
@@ -173,6 +173,8 @@ class WriteBehindStore:
             if len(self._queue) < BATCH_LIMIT:
                 await asyncio.sleep(self.linger)  # also between batches: a write per request would cost far more
             batch = [self._queue.popleft() for _ in range(min(len(self._queue), BATCH_LIMIT))]
+            if not batch:
+                continue
             try:
                 await self.write(batch)
             except asyncio.CancelledError:
