@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -16,9 +17,11 @@ from proxy.errors import error_response
 from proxy.forward import Upstream
 from proxy.memory import Store, open_store, redact
 from proxy.memory.guarded import GuardedStore
+from proxy.metrics import Metrics
+from proxy.observe import Observer
 from proxy.passthrough import pass_through
 from proxy.repair import Policy, detect_profile, get_profile
-from proxy.state import ProxyState
+from proxy.state import ProxyState, UpstreamRoute
 from proxy.transport import FastTransport
 
 log = logging.getLogger("toolmend")
@@ -31,20 +34,29 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
 
     Tests pass ``httpx.AsyncHTTPTransport()``, which respx intercepts."""
 
+    metrics = Metrics()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         upstream_transport = transport if transport is not None else FastTransport()
-        profile = detect_profile(settings.upstream) if settings.profile == "auto" else get_profile(settings.profile)
+
+        def route(upstream: str, profile: str, api_key: str | None, prefix: str | None = None, model: str | None = None) -> UpstreamRoute:
+            chosen = detect_profile(upstream) if profile == "auto" else get_profile(profile)
+            how = "detected from the upstream host" if profile == "auto" else "configured"
+            where = f"prefix {prefix}" if prefix else f"model {model}" if model else "default route"
+            log.info("%s: forwarding to %s (profile %s, %s)", where, upstream, chosen.name, how)
+            forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections)
+            return UpstreamRoute(forward, chosen, prefix, model)
+
         memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries))
         app.state.proxy = ProxyState(
             settings=settings,
-            upstream=Upstream(settings.upstream, upstream_transport, settings.upstream_timeout, settings.upstream_api_key),
+            default=route(settings.upstream, settings.profile, settings.upstream_api_key),
+            routes=tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes),
             store=memory,
-            profile=profile,
             policy=Policy(orphans=settings.orphan_policy),
+            metrics=metrics,
         )
-        chosen = "detected from the upstream host" if settings.profile == "auto" else "configured"
-        log.info("toolmend forwarding to %s (profile %s, %s; memory %s)", settings.upstream, profile.name, chosen, memory.backend)
         await _announce_memory(memory, settings, given=store is not None)
         try:
             yield
@@ -52,13 +64,23 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             await upstream_transport.aclose()
             await memory.close()
 
+    prefixed = [
+        route
+        for spec in settings.routes
+        if spec.prefix is not None
+        for route in (Route(spec.prefix + "/v1/chat/completions", chat_completions, methods=["POST"]),
+                      Route(spec.prefix + "/v1/{path:path}", pass_through, methods=METHODS))
+    ]
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
             Route("/v1/{path:path}", pass_through, methods=METHODS),
+            *prefixed,
         ],
+        middleware=[Middleware(Observer, metrics=metrics)],
         exception_handlers={404: not_found, 405: not_allowed},
         lifespan=lifespan,
     )
@@ -71,6 +93,11 @@ async def _announce_memory(memory: GuardedStore, settings: Settings, given: bool
     if memory.backend == "memory" and settings.workers > 1:
         log.warning("--workers %d with memory://: each worker remembers only the calls it relayed itself; "
                     "use the default SQLite store or redis:// to share them", settings.workers)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    body, content_type = request.app.state.proxy.metrics.render()
+    return Response(body, headers={"content-type": content_type})
 
 
 async def healthz(request: Request) -> Response:

@@ -4,8 +4,9 @@ Each step is a small function; the handler only strings them together. A request
 is forwarded as the exact bytes the client sent.
 """
 
+import asyncio
 import logging
-import uuid
+import time
 from collections import Counter
 
 import orjson
@@ -15,8 +16,9 @@ from starlette.responses import Response
 from proxy.disconnect import ClientGone, unless_client_leaves
 from proxy.errors import error_response
 from proxy.forward import UpstreamError
+from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
-from proxy.repair import Finding, needs_repair, recall_ids, repair
+from proxy.repair import Finding, Profile, needs_repair, recall_ids, repair
 from proxy.state import ProxyState
 from proxy.turns import Turn
 
@@ -39,13 +41,19 @@ class BodyTooLarge(Exception):
 
 async def chat_completions(request: Request) -> Response | StreamRelay:
     state: ProxyState = request.app.state.proxy
-    denied = state.authorize(request.headers.raw)
+    line = line_of(request.scope)
+    route, path = state.route_for_path(request.scope["raw_path"])
+    denied = state.authorize(request.headers.raw, route)
     if denied is not None:
         return denied
+    settings = state.settings
     try:
-        body = await read_body(request, state.settings.max_body_bytes)
+        async with asyncio.timeout(settings.client_timeout):
+            body = await read_body(request, settings.max_body_bytes)
     except BodyTooLarge:
-        return error_response(413, f"Request body is larger than {state.settings.max_body_bytes} bytes.", code="request_too_large")
+        return error_response(413, f"Request body is larger than {settings.max_body_bytes} bytes (--max-body-bytes).", code="request_too_large")
+    except TimeoutError:
+        return error_response(408, f"The request body did not arrive within {settings.client_timeout:g} s (--client-timeout).", code="request_timeout")
     except ClientDisconnect:
         return Response(status_code=CLIENT_CLOSED_REQUEST)
     try:
@@ -54,36 +62,53 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
         return error_response(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")
     if type(parsed) is not dict:
         return error_response(400, "The request body must be a JSON object.", code="invalid_json")
+    messages = parsed.get("messages")
+    if type(messages) is list and len(messages) > settings.max_messages:
+        return error_response(400, f"The request has {len(messages)} messages; this proxy accepts at most {settings.max_messages} (--max-messages).",
+                              param="messages", code="too_many_messages")
 
-    tenant = state.tenant(request.headers.raw)
+    if route is state.default and state.routes:
+        route = state.route_for_model(parsed.get("model"))
+    tenant = state.tenant(request.headers.raw, route)
+    profile = route.profile
+    if line is not None:
+        line.tenant, line.profile = tenant[:8], profile.name
     outgoing, extra_headers = body, []
-    if needs_repair(parsed, state.profile):
-        result = await _repair(state, tenant, parsed)
+    if needs_repair(parsed, profile):
+        result = await _repair(state, tenant, parsed, profile)
         if result.rejected is not None:
             return _rejection(result.rejected)
         if result.changed:
             outgoing = orjson.dumps(result.body)
             summary = summarize(result.findings)
             extra_headers.append((REPAIRS_HEADER, summary.encode()))
-            log.info("repaired request_id=%s tenant=%s repairs=%s", _request_id(request), tenant[:8], summary)
+            if line is not None:
+                line.repairs = summary
+            for finding in result.findings:
+                state.metrics.repairs.labels(finding.code, profile.name).inc()
 
-    upstream = state.upstream
+    upstream = route.upstream
     sending = upstream.send(
         "POST",
-        upstream.url(request.scope["raw_path"], request.scope["query_string"]),
+        upstream.url(path, request.scope["query_string"]),
         upstream.request_headers(request.headers.raw, DROP_FOR_CHAT),
         outgoing,
     )
+    started = time.perf_counter()
     try:
         answer = await unless_client_leaves(sending, request.receive)
     except UpstreamError as exc:
+        state.metrics.upstream_errors.labels(exc.code).inc()
         return exc.response()
     except ClientGone:
-        log.info("client left before the upstream answered; upstream request cancelled request_id=%s", _request_id(request))
+        log.info("client left before the upstream answered; upstream request cancelled")
         return Response(status_code=CLIENT_CLOSED_REQUEST)
+    observe_upstream(state.metrics, line, "chat", answer, started)
 
     if not state.store.available:
         extra_headers.append(MEMORY_HEADER)
+        if line is not None:
+            line.memory = "unavailable"
 
     async def remember(turns: list[Turn]) -> None:
         await state.store.remember(tenant, turns)
@@ -104,10 +129,18 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _repair(state: ProxyState, tenant: str, parsed: dict):
-    ids = recall_ids(parsed, state.profile)
-    recalled = await state.store.recall(tenant, ids) if ids else {}
-    return repair(parsed, recall=lambda _ids: recalled, profile=state.profile, policy=state.policy)
+async def _repair(state: ProxyState, tenant: str, parsed: dict, profile: Profile):
+    ids = recall_ids(parsed, profile)
+    recalled = {}
+    if ids:
+        recalled = await state.store.recall(tenant, ids)
+        recalls = state.metrics.recalls
+        if not state.store.available:
+            recalls.labels(state.store.backend, "error").inc(len(ids))
+        else:
+            recalls.labels(state.store.backend, "hit").inc(len(recalled))
+            recalls.labels(state.store.backend, "miss").inc(len(ids) - len(recalled))
+    return repair(parsed, recall=lambda _ids: recalled, profile=profile, policy=state.policy)
 
 
 def summarize(findings: tuple[Finding, ...]) -> str:
@@ -125,6 +158,3 @@ def _rejection(finding: Finding) -> Response:
         code=f"toolmend_{finding.name.replace('-', '_')}",
     )
 
-
-def _request_id(request: Request) -> str:
-    return request.headers.get("x-request-id") or uuid.uuid4().hex

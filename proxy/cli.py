@@ -1,13 +1,14 @@
 """The ``toolmend`` command: ``serve`` runs the proxy, ``check`` lints histories offline."""
 
 import argparse
-import logging
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 
-from proxy import __version__
+from proxy import __version__, logs
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, load
+from proxy.metrics import MULTIPROCESS_ENV
 from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy
 
 #: Seconds in-flight requests and streams get to finish after SIGTERM before the server exits.
@@ -47,16 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
-
-
 def app_from_environment():
     """The app factory each worker process calls when ``--workers`` > 1 (settings travel in the environment)."""
     from proxy.app import create_app
 
     settings = load({})
-    configure_logging(settings.log_level)
+    logs.configure(settings.log_level, settings.log_format)
     return create_app(settings)
 
 
@@ -65,12 +62,13 @@ def serve_forever(settings: Settings) -> None:
 
     from proxy.app import create_app
 
-    configure_logging(settings.log_level)
+    logs.configure(settings.log_level, settings.log_format)
     common = dict(
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
-        access_log=False,
+        log_config=None,  # uvicorn's own lines go through our handler and format too
+        access_log=False,  # toolmend writes its own line per request
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         server_header=False,
     )
@@ -78,7 +76,11 @@ def serve_forever(settings: Settings) -> None:
         uvicorn.run(create_app(settings), **common)
         return
     for option in SERVE_OPTIONS:
-        os.environ[option.env] = str(getattr(settings, option.name))
+        value = getattr(settings, option.name)
+        if value is not None:
+            os.environ[option.env] = str(value)
+    # Each worker counts in its own files there, and /metrics sums them (prometheus-client multiprocess mode).
+    os.environ.setdefault(MULTIPROCESS_ENV, tempfile.mkdtemp(prefix="toolmend-metrics-"))
     uvicorn.run("proxy.cli:app_from_environment", factory=True, workers=settings.workers, **common)
 
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
 from proxy.memory import default_url as default_memory_url
 from proxy.memory import redact as redact_memory_url
 from proxy.repair import ORPHAN_POLICIES, PROFILES
+from proxy.routes import RouteError, RouteSpec, load_routes
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -52,7 +54,12 @@ SERVE_OPTIONS = (
     Option("memory_max_entries", 100_000, "turns the memory keeps at most (the oldest go first)", int),
     Option("upstream_timeout", 600.0, "seconds to wait for the upstream (connect, read, write)", float),
     Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
+    Option("max_messages", 10_000, "most messages a chat-completions request may carry", int),
+    Option("client_timeout", 60.0, "seconds a client may take to send its request body", float),
+    Option("max_upstream_connections", 512, "concurrent requests to each upstream; more wait, then get 503", int),
     Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
+    Option("log_format", "text", f"log format: {', '.join(LOG_FORMATS)}"),
+    Option("config", None, "TOML file of routes to more upstreams (path prefix or model pattern)"),
 )
 
 
@@ -69,7 +76,13 @@ class Settings:
     memory_max_entries: int = 100_000
     upstream_timeout: float = 600.0
     max_body_bytes: int = 32 * 1024 * 1024
+    max_messages: int = 10_000
+    client_timeout: float = 60.0
+    max_upstream_connections: int = 512
     log_level: str = "info"
+    log_format: str = "text"
+    config: str | None = None
+    routes: tuple[RouteSpec, ...] = ()
     # Upstream-key mode: only from the environment, never from flags (they show up in `ps`).
     upstream_api_key: str | None = None
     api_keys: frozenset[str] = field(default_factory=frozenset)
@@ -93,6 +106,11 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> S
         except ValueError:
             raise ConfigError(f"{source}={raw!r} is not a valid {option.kind.__name__}: {option.help}") from None
     values.setdefault("memory", default_memory_url(environ))
+    if values.get("config"):
+        try:
+            values["routes"] = tuple(load_routes(values["config"], environ))
+        except RouteError as exc:
+            raise ConfigError(str(exc)) from None
     values["upstream_api_key"] = environ.get("TOOLMEND_UPSTREAM_API_KEY") or None
     values["api_keys"] = frozenset(k.strip() for k in environ.get("TOOLMEND_API_KEYS", "").split(",") if k.strip())
     return Settings(**values)
@@ -122,10 +140,16 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--upstream-timeout {s.upstream_timeout} must be > 0 seconds")
     if s.max_body_bytes < 1024:
         raise ConfigError(f"--max-body-bytes {s.max_body_bytes} is too small; use at least 1024")
+    if s.max_messages < 1 or s.max_upstream_connections < 1:
+        raise ConfigError("--max-messages and --max-upstream-connections must be at least 1")
+    if not (math.isfinite(s.client_timeout) and s.client_timeout > 0):
+        raise ConfigError(f"--client-timeout {s.client_timeout} must be > 0 seconds")
+    if s.log_format not in LOG_FORMATS:
+        raise ConfigError(f"--log-format {s.log_format!r} is unknown; choose one of: {', '.join(LOG_FORMATS)}")
     if s.log_level not in LOG_LEVELS:
         raise ConfigError(f"--log-level {s.log_level!r} is unknown; choose one of: {', '.join(LOG_LEVELS)}")
-    if s.upstream_api_key and not s.api_keys:
+    if (s.upstream_api_key or any(route.api_key for route in s.routes)) and not s.api_keys:
         raise ConfigError(
-            "TOOLMEND_UPSTREAM_API_KEY is set but TOOLMEND_API_KEYS is empty: set TOOLMEND_API_KEYS to the "
+            "an upstream key is set (TOOLMEND_UPSTREAM_API_KEY or a route's api_key_env) but TOOLMEND_API_KEYS is empty: set TOOLMEND_API_KEYS to the "
             "comma-separated keys clients must present, or the proxy would be an open relay for your key"
         )

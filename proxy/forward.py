@@ -6,6 +6,7 @@ of the client's extras, and one of them is harmful here (a shared cookie jar wou
 upstream cookies into another tenant's requests).
 """
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 
 import httpx
@@ -51,13 +52,39 @@ def without_hop_by_hop(headers: Iterable[tuple[bytes, bytes]], also: frozenset[b
     return [(name, value) for name, value in headers if name.lower() not in skip]
 
 
-class Upstream:
-    """The configured upstream: its base URL, the pooled transport to it, and the proxy's own key, if any."""
+class _Releasing(httpx.AsyncByteStream):
+    """A response body that gives its upstream slot back once it is closed, however it ends."""
 
-    def __init__(self, base_url: str, transport: httpx.AsyncBaseTransport, timeout: float, api_key: str | None = None) -> None:
+    def __init__(self, stream: httpx.AsyncByteStream, slots: asyncio.Semaphore) -> None:
+        self.stream, self.slots, self.released = stream, slots, False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self.stream.aclose()
+        finally:
+            if not self.released:
+                self.released = True
+                self.slots.release()
+
+
+class Upstream:
+    """A configured upstream: its base URL, the pooled transport to it, the proxy's own key if any, and a cap
+    on concurrent requests (each holds a slot until its answer is fully relayed)."""
+
+    #: How long a request waits for a slot when the upstream is at its cap, before a 503.
+    SLOT_WAIT_SECONDS = 10.0
+
+    def __init__(self, base_url: str, transport: httpx.AsyncBaseTransport, timeout: float, api_key: str | None = None,
+                 max_connections: int = 512) -> None:
         self.base_url = base_url.rstrip("/")
         self.transport = transport
         self.api_key = api_key
+        self.max_connections = max_connections
+        self._slots = asyncio.Semaphore(max_connections)
         self._timeouts = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
         self._urls: dict[tuple[bytes, bytes], httpx.URL] = {}
 
@@ -89,10 +116,27 @@ class Upstream:
         if length is not None and not isinstance(content, bytes):
             headers = [*headers, (b"content-length", str(length).encode())]
         request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
+        await self._take_slot()
         try:
-            return await self.transport.handle_async_request(request)
-        except httpx.HTTPError as exc:
-            raise UpstreamError.from_httpx(exc) from None
+            response = await self.transport.handle_async_request(request)
+        except BaseException as exc:
+            self._slots.release()
+            if isinstance(exc, httpx.HTTPError):
+                raise UpstreamError.from_httpx(exc) from None
+            raise
+        response.stream = _Releasing(response.stream, self._slots)
+        return response
+
+    async def _take_slot(self) -> None:
+        if not self._slots.locked():
+            await self._slots.acquire()  # the usual case: a slot is free, no timer needed
+            return
+        try:
+            async with asyncio.timeout(self.SLOT_WAIT_SECONDS):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise UpstreamError(503, f"toolmend is at its limit of {self.max_connections} concurrent requests to this "
+                                     "upstream (--max-upstream-connections); retry shortly.", "upstream_busy") from None
 
 
 def response_headers(upstream: httpx.Response) -> RawHeaders:

@@ -17,13 +17,14 @@ FIELDS = ("request_id", "method", "path", "status", "upstream_status", "duration
 class RequestLine:
     """The facts of one request, filled in by whoever knows them, written once at the end."""
 
-    __slots__ = (*FIELDS, "started")
+    __slots__ = (*FIELDS, "started", "upstream_started")
 
     def __init__(self, request_id: str, method: str, path: str) -> None:
         for name in FIELDS:
             setattr(self, name, None)
         self.request_id, self.method, self.path = request_id, method, path
         self.started = time.perf_counter()
+        self.upstream_started: float | None = None
 
     def fields(self) -> dict[str, object]:
         return {name: value for name in FIELDS if (value := getattr(self, name)) is not None}

@@ -8,6 +8,7 @@ has ended, so a request is logged exactly once whatever path it took.
 import logging
 import time
 import uuid
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,6 +18,9 @@ from proxy.metrics import Metrics
 log = logging.getLogger("toolmend.access")
 
 REQUEST_ID = b"x-request-id"
+# Returned under its own name: upstreams (OpenAI among them) answer with their own x-request-id, which
+# passes through unchanged.
+ECHOED_ID = b"x-toolmend-request-id"
 MAX_REQUEST_ID = 128
 QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted, logged at debug only
 
@@ -41,6 +45,16 @@ def line_of(scope: Scope) -> RequestLine | None:
     return scope.get("state", {}).get("request_line")
 
 
+def observe_upstream(metrics: Metrics, line: RequestLine | None, route: str, answer: Any, started: float) -> None:
+    """The upstream's answer head arrived: its status and time to first byte."""
+    elapsed = time.perf_counter() - started
+    metrics.upstream_first_byte_seconds.labels(route).observe(elapsed)
+    if line is not None:
+        line.upstream_status = answer.status_code
+        line.first_byte_ms = round(elapsed * 1000, 3)
+        line.upstream_started = started
+
+
 class Observer:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -53,20 +67,34 @@ class Observer:
         request_id = request_id_of(scope["headers"])
         line = RequestLine(request_id, scope["method"], scope["path"])
         scope.setdefault("state", {})["request_line"] = line
-        echo = (REQUEST_ID, request_id.encode())
+        echo = (ECHOED_ID, request_id.encode())
+
+        streaming = False
 
         async def send_with_id(message: Message) -> None:
+            nonlocal streaming
             if message["type"] == "http.response.start":
                 line.status = message["status"]
-                message["headers"] = [*message.get("headers", ()), echo]
+                headers = message.get("headers", ())
+                streaming = any(n.lower() == b"content-type" and v.startswith(b"text/event-stream") for n, v in headers)
+                if streaming:
+                    self.metrics.open_streams.inc()
+                message["headers"] = [*headers, echo]
             await send(message)
 
+        route = route_of(scope["path"])
         self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_with_id)
         finally:
             self.metrics.in_flight.dec()
-            line.duration_ms = round((time.perf_counter() - line.started) * 1000, 3)
-            self.metrics.requests.labels(route_of(scope["path"]), str(line.status or 500)).inc()
+            if streaming:
+                self.metrics.open_streams.dec()
+            now = time.perf_counter()
+            line.duration_ms = round((now - line.started) * 1000, 3)
+            if line.upstream_started is not None:
+                line.upstream_ms = round((now - line.upstream_started) * 1000, 3)
+                self.metrics.upstream_seconds.labels(route).observe(now - line.upstream_started)
+            self.metrics.requests.labels(route, str(line.status or 500)).inc()
             level = logging.DEBUG if scope["path"] in QUIET_PATHS else logging.INFO
             log.log(level, "request", extra={"request": line.fields()})

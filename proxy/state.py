@@ -1,8 +1,9 @@
-"""What the running proxy holds: settings, the upstream client, the memory store, the repair profile.
+"""What the running proxy holds: settings, its upstream routes, the memory store, metrics.
 
 Built once in the app's lifespan and kept on ``app.state.proxy``; nothing here is global.
 """
 
+import fnmatch
 import hmac
 from dataclasses import dataclass
 
@@ -12,24 +13,52 @@ from proxy.config import Settings
 from proxy.errors import error_response
 from proxy.forward import RawHeaders, Upstream
 from proxy.memory.guarded import GuardedStore
+from proxy.metrics import Metrics
 from proxy.repair import Policy, Profile
 from proxy.tenant import credential, tenant_id
+
+
+@dataclass(frozen=True)
+class UpstreamRoute:
+    """An upstream and the profile its requests are repaired for; reached by a path prefix, a model
+    pattern, or by default."""
+
+    upstream: Upstream
+    profile: Profile
+    prefix: str | None = None
+    model: str | None = None
+
+    def matches_model(self, model: object) -> bool:
+        return self.model is not None and type(model) is str and fnmatch.fnmatchcase(model, self.model)
 
 
 @dataclass
 class ProxyState:
     settings: Settings
-    upstream: Upstream
+    default: UpstreamRoute
     store: GuardedStore  # whichever backend, with the same failure behaviour
-    profile: Profile
     policy: Policy
+    metrics: Metrics
+    routes: tuple[UpstreamRoute, ...] = ()
 
-    def tenant(self, headers: RawHeaders) -> str:
-        return tenant_id(credential(headers), self.upstream.base_url)
+    def route_for_path(self, raw_path: bytes) -> tuple[UpstreamRoute, bytes]:
+        """The route a path prefix selects (and the path without it), else the default route."""
+        for route in self.routes:
+            if route.prefix is not None and raw_path.startswith(route.prefix.encode() + b"/"):
+                return route, raw_path[len(route.prefix):]
+        return self.default, raw_path
 
-    def authorize(self, headers: RawHeaders) -> Response | None:
-        """In upstream-key mode, only clients presenting one of ``TOOLMEND_API_KEYS`` get through."""
-        if self.settings.upstream_api_key is None:
+    def route_for_model(self, model: object) -> UpstreamRoute:
+        return next((route for route in self.routes if route.matches_model(model)), self.default)
+
+    def tenant(self, headers: RawHeaders, route: UpstreamRoute) -> str:
+        """Memory is scoped by credential and upstream: one key against two upstreams has two memories."""
+        return tenant_id(credential(headers), route.upstream.base_url)
+
+    def authorize(self, headers: RawHeaders, route: UpstreamRoute) -> Response | None:
+        """Where the proxy sends its own upstream key, only clients presenting one of ``TOOLMEND_API_KEYS``
+        get through."""
+        if route.upstream.api_key is None:
             return None
         presented = _bearer(headers)
         if presented is not None and any(hmac.compare_digest(presented, key.encode()) for key in self.settings.api_keys):

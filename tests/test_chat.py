@@ -8,6 +8,7 @@ import orjson
 import pytest
 import respx
 
+from proxy.logs import TextFormatter
 from proxy.app import create_app
 from proxy.memory.inprocess import InProcessStore
 from proxy.repair import DEFAULT_PLACEHOLDER
@@ -407,7 +408,7 @@ async def test_repair_header_lists_codes_with_counts_in_first_seen_order(upstrea
     assert {"role": "tool", "tool_call_id": "call_2", "content": DEFAULT_PLACEHOLDER} in sent
 
 
-async def test_one_log_line_per_repaired_request_without_content_or_credentials(upstream, caplog):
+async def test_one_log_line_per_request_without_content_or_credentials(upstream, caplog):
     chat_route(upstream)
     caplog.set_level(logging.DEBUG)
     secret_text = "MY-PRIVATE-QUESTION-about-paris"
@@ -417,14 +418,16 @@ async def test_one_log_line_per_repaired_request_without_content_or_credentials(
         caplog.clear()
         clean = await proxy.client.post(PATH, json={"messages": [{"role": "user", "content": secret_text}]}, headers=AUTH)
         assert clean.status_code == 200
-        assert not [r for r in caplog.records if r.name == "toolmend"]
+        [clean_line] = [r for r in caplog.records if r.name == "toolmend.access"]
+        assert "repairs" not in clean_line.request
+        caplog.clear()
         response = await proxy.client.post(PATH, json={"messages": history}, headers={**AUTH, "x-request-id": "req-4711"})
     assert response.headers["x-toolmend-repairs"] == "TM101=1"
-    lines = [r.getMessage() for r in caplog.records if r.name == "toolmend"]
-    assert len(lines) == 1
-    assert "req-4711" in lines[0] and "TM101=1" in lines[0] and tenant_for()[:8] in lines[0]
-    assert tenant_for() not in lines[0]  # a prefix only
-    everything = caplog.text + "\n".join(r.getMessage() for r in caplog.records)
+    [record] = [r for r in caplog.records if r.name == "toolmend.access"]
+    line = TextFormatter().format(record)
+    assert "request_id=req-4711" in line and "repairs=TM101=1" in line and f"tenant={tenant_for()[:8]}" in line
+    assert tenant_for() not in line  # a prefix only
+    everything = caplog.text + "\n".join(TextFormatter().format(r) for r in caplog.records)
     for secret in (CLIENT_KEY, secret_text, secret_result):
         assert secret not in everything
 
@@ -433,8 +436,9 @@ async def test_log_line_has_a_request_id_even_when_the_client_sends_none(upstrea
     chat_route(upstream)
     caplog.set_level(logging.INFO, logger="toolmend")
     async with running_proxy() as proxy:
-        caplog.clear()  # the lifespan's start-up line
-        await proxy.client.post(PATH, json={"messages": orphan_history("call_z")}, headers=AUTH)
-    [line] = [r.getMessage() for r in caplog.records if r.name == "toolmend"]
-    request_id = line.split("request_id=")[1].split()[0]
+        caplog.clear()  # the lifespan's start-up lines
+        response = await proxy.client.post(PATH, json={"messages": orphan_history("call_z")}, headers=AUTH)
+    [record] = [r for r in caplog.records if r.name == "toolmend.access"]
+    request_id = record.request["request_id"]
     assert len(request_id) == 32 and int(request_id, 16) >= 0
+    assert response.headers["x-toolmend-request-id"] == request_id

@@ -28,9 +28,9 @@ async def call(app, headers=None) -> httpx.Response:
 async def test_request_id_is_echoed_or_generated(caplog) -> None:
     app = app_with(Metrics())
     given = await call(app, {"x-request-id": "req-42"})
-    assert given.headers["x-request-id"] == "req-42"
+    assert given.headers["x-toolmend-request-id"] == "req-42"
     generated = await call(app, {"x-request-id": "x" * 500})  # not a sane id: replaced
-    assert len(generated.headers["x-request-id"]) == 32
+    assert len(generated.headers["x-toolmend-request-id"]) == 32
 
 
 async def test_one_line_per_request_with_the_handlers_facts_and_no_query(caplog) -> None:

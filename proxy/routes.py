@@ -1,0 +1,87 @@
+"""Routes: one proxy in front of several upstreams.
+
+A small TOML file (``--config``) maps a path prefix or a model-name pattern to an upstream, a profile
+and optionally the environment variable holding that upstream's key. The single ``--upstream`` stays
+the default route::
+
+    [[route]]
+    prefix = "/mistral"                       # /mistral/v1/chat/completions -> https://api.mistral.ai/v1/chat/completions
+    upstream = "https://api.mistral.ai/v1"
+    api_key_env = "MISTRAL_API_KEY"           # optional: toolmend sends this key upstream (clients need TOOLMEND_API_KEYS)
+
+    [[route]]
+    model = "deepseek-*"                      # chat completions whose "model" matches (shell-style pattern)
+    upstream = "https://api.deepseek.com/v1"
+    profile = "deepseek"                      # optional: else picked from the upstream's host
+
+A prefix route wins over a model route; the first matching model route wins; otherwise the default.
+Keys never live in the file, only the names of the variables that hold them.
+"""
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from proxy.repair import PROFILES
+
+PREFIX = re.compile(r"/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*")
+KEYS = frozenset(("prefix", "model", "upstream", "profile", "api_key_env"))
+
+
+class RouteError(ValueError):
+    """A route file that cannot work; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    upstream: str
+    profile: str = "auto"
+    prefix: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+
+
+def load_routes(path: str, environ: Mapping[str, str] = os.environ) -> list[RouteSpec]:
+    try:
+        with open(path, "rb") as file:
+            document = tomllib.load(file)
+    except OSError as exc:
+        raise RouteError(f"--config {path}: cannot read it ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RouteError(f"--config {path}: not valid TOML ({exc})") from None
+    entries = document.get("route", [])
+    if set(document) - {"route"} or type(entries) is not list:
+        raise RouteError(f"--config {path}: expected only [[route]] tables")
+    return [_route(path, number, entry, environ) for number, entry in enumerate(entries, 1)]
+
+
+def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) -> RouteSpec:
+    where = f"--config {path}: route {number}"
+    if type(entry) is not dict:
+        raise RouteError(f"{where}: must be a table")
+    unknown = set(entry) - KEYS
+    if unknown:
+        raise RouteError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(KEYS))}")
+    upstream = entry.get("upstream")
+    parts = urlsplit(upstream) if type(upstream) is str else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RouteError(f"{where}: 'upstream' must be an http(s) URL such as https://api.mistral.ai/v1")
+    prefix, model = entry.get("prefix"), entry.get("model")
+    if (prefix is None) == (model is None):
+        raise RouteError(f"{where}: give exactly one of 'prefix' (a path such as \"/mistral\") or 'model' (a pattern such as \"mistral-*\")")
+    if prefix is not None and (type(prefix) is not str or not PREFIX.fullmatch(prefix) or prefix.startswith("/v1")):
+        raise RouteError(f"{where}: 'prefix' must be a path such as \"/mistral\", not under /v1")
+    if model is not None and (type(model) is not str or not model):
+        raise RouteError(f"{where}: 'model' must be a non-empty pattern such as \"mistral-*\"")
+    profile = entry.get("profile", "auto")
+    if profile != "auto" and profile not in PROFILES:
+        raise RouteError(f"{where}: unknown profile {profile!r}; choose auto or one of {', '.join(sorted(PROFILES))}")
+    api_key = None
+    if "api_key_env" in entry:
+        api_key = environ.get(entry["api_key_env"]) if type(entry["api_key_env"]) is str else None
+        if not api_key:
+            raise RouteError(f"{where}: api_key_env names {entry['api_key_env']!r}, which is not set in the environment")
+    return RouteSpec(upstream=upstream, profile=profile, prefix=prefix, model=model, api_key=api_key)

@@ -1,0 +1,85 @@
+"""Limits (messages, slow bodies, concurrent upstream requests) and the /metrics endpoint."""
+
+import asyncio
+
+import anyio
+import httpx
+import pytest
+import respx
+
+from proxy.forward import Upstream
+from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
+
+PATH = "/v1/chat/completions"
+ANSWER = {"id": "c", "object": "chat.completion", "choices": []}
+
+
+@pytest.fixture
+def upstream():
+    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
+        yield mock
+
+
+async def test_too_many_messages_is_a_400_before_anything_goes_upstream(upstream) -> None:
+    route = upstream.post("/chat/completions").respond(json=ANSWER)
+    async with running_proxy(make_settings(max_messages=3)) as proxy:
+        answer = await proxy.client.post(PATH, json={"messages": [{"role": "user", "content": "x"}] * 4}, headers=AUTH)
+        fine = await proxy.client.post(PATH, json={"messages": [{"role": "user", "content": "x"}] * 3}, headers=AUTH)
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "too_many_messages"
+    assert fine.status_code == 200 and route.call_count == 1
+
+
+async def test_a_body_slower_than_the_client_timeout_is_a_408(upstream) -> None:
+    route = upstream.post("/chat/completions").respond(json=ANSWER)
+
+    async def trickle():
+        yield b'{"messages": ['
+        await asyncio.sleep(1)
+        yield b"]}"
+
+    async with running_proxy(make_settings(client_timeout=0.2)) as proxy:
+        answer = await proxy.client.post(PATH, content=trickle(), headers=AUTH)
+    assert answer.status_code == 408 and answer.json()["error"]["code"] == "request_timeout"
+    assert not route.called
+
+
+async def test_at_the_upstream_cap_requests_wait_then_get_503(upstream, monkeypatch) -> None:
+    monkeypatch.setattr(Upstream, "SLOT_WAIT_SECONDS", 0.2)
+    release = anyio.Event()
+
+    class Held(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            yield b"data: {}\n\n"
+            await release.wait()
+            yield b"data: [DONE]\n\n"
+
+    calls = iter([httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Held()),
+                  httpx.Response(200, json=ANSWER)])
+    upstream.post("/chat/completions").mock(side_effect=lambda request: next(calls))
+    async with running_proxy(make_settings(max_upstream_connections=1)) as proxy:
+        # httpx's ASGI transport hands over a response only once it is complete: hold the stream in a task.
+        holding = asyncio.create_task(proxy.client.post(PATH, json={"messages": [], "stream": True}, headers=AUTH))
+        await asyncio.sleep(0.1)
+        busy = await proxy.client.post(PATH, json={"messages": []}, headers=AUTH)
+        release.set()
+        assert (await holding).status_code == 200
+        after = await proxy.client.post(PATH, json={"messages": []}, headers=AUTH)
+    assert busy.status_code == 503 and busy.json()["error"]["code"] == "upstream_busy"
+    assert after.status_code == 200  # the stream gave its slot back when it ended
+
+
+async def test_metrics_count_requests_repairs_recalls_and_upstream_errors(upstream) -> None:
+    upstream.post("/chat/completions").respond(json=ANSWER)
+    upstream.get("/models").mock(side_effect=httpx.ConnectError("down"))
+    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_x", "content": "r"}]
+    async with running_proxy(make_settings(memory="memory://")) as proxy:
+        await proxy.client.post(PATH, json={"messages": orphan}, headers=AUTH)
+        await proxy.client.get("/v1/models", headers=AUTH)
+        text = (await proxy.client.get("/metrics")).text
+    assert 'toolmend_requests_total{route="chat",status="200"} 1.0' in text
+    assert 'toolmend_requests_total{route="passthrough",status="502"} 1.0' in text
+    assert 'toolmend_repairs_total{profile="openai",rule="TM101"} 1.0' in text
+    assert 'toolmend_memory_recalls_total{backend="memory",result="miss"} 1.0' in text
+    assert 'toolmend_upstream_errors_total{kind="upstream_unreachable"} 1.0' in text
+    assert 'toolmend_upstream_first_byte_seconds_count{route="chat"} 1.0' in text
+    assert "toolmend_open_streams 0.0" in text

@@ -1,0 +1,101 @@
+"""Routes: a path prefix or a model pattern picks the upstream, its profile and its key."""
+
+from pathlib import Path
+
+import pytest
+import respx
+
+from proxy.config import ConfigError, load
+from proxy.routes import load_routes
+from tests.support.proxy_fixtures import AUTH, make_settings, running_proxy
+
+ROUTES = """
+[[route]]
+prefix = "/mistral"
+upstream = "http://mistral.test/v1"
+api_key_env = "TEST_MISTRAL_KEY"
+
+[[route]]
+model = "deepseek-*"
+upstream = "http://deepseek.test/v1"
+profile = "deepseek"
+"""
+ORPHAN = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_AbCdEfGhIjKlMnOpQrStUvWx", "content": "r"}]
+ANSWER = {"id": "c", "object": "chat.completion", "choices": []}
+
+
+def routes_file(tmp_path: Path, text: str = ROUTES) -> str:
+    path = tmp_path / "routes.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def settings_with_routes(tmp_path: Path):
+    env = {"TEST_MISTRAL_KEY": "sk-mistral-upstream", "TOOLMEND_API_KEYS": "client-key"}
+    return load({"upstream": "http://default.test/v1", "config": routes_file(tmp_path), "memory": "memory://"}, env)
+
+
+async def test_prefix_model_and_default_routes(tmp_path: Path) -> None:
+    settings = settings_with_routes(tmp_path)
+    with respx.mock(assert_all_called=False) as mock:
+        mistral = mock.post("http://mistral.test/v1/chat/completions").respond(json=ANSWER)
+        deepseek = mock.post("http://deepseek.test/v1/chat/completions").respond(json=ANSWER)
+        default = mock.post("http://default.test/v1/chat/completions").respond(json=ANSWER)
+        models = mock.get("http://mistral.test/v1/models").respond(json={"data": []})
+        async with running_proxy(settings) as proxy:
+            client_auth = {"authorization": "Bearer client-key"}
+            first = await proxy.client.post("/mistral/v1/chat/completions", json={"model": "mistral-large", "messages": ORPHAN}, headers=client_auth)
+            second = await proxy.client.post("/v1/chat/completions", json={"model": "deepseek-reasoner", "messages": ORPHAN}, headers=AUTH)
+            third = await proxy.client.post("/v1/chat/completions", json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, headers=AUTH)
+            listed = await proxy.client.get("/mistral/v1/models", headers=client_auth)
+            refused = await proxy.client.post("/mistral/v1/chat/completions", json={"messages": ORPHAN}, headers=AUTH)
+    assert first.status_code == second.status_code == third.status_code == listed.status_code == 200
+    # The prefix route's profile was detected from nothing known (mistral.test): openai rules, plus its own key.
+    assert mistral.calls.last.request.headers["authorization"] == "Bearer sk-mistral-upstream"
+    assert first.headers["x-toolmend-repairs"] == "TM101=1"
+    # The model route runs the deepseek profile: reasoning_content added to the synthesized call turn.
+    assert b'"reasoning_content":""' in deepseek.calls.last.request.content
+    assert default.called and models.called
+    assert refused.status_code == 401  # a route with the proxy's own key needs a client key
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[route]]\nupstream = 'ftp://x'\nprefix = '/a'", "must be an http(s) URL"),
+        ("[[route]]\nupstream = 'http://x/v1'", "exactly one of 'prefix'"),
+        ("[[route]]\nupstream = 'http://x/v1'\nprefix = 'a'", "'prefix' must be a path"),
+        ("[[route]]\nupstream = 'http://x/v1'\nmodel = 'm'\nprofile = 'bogus'", "unknown profile 'bogus'"),
+        ("[[route]]\nupstream = 'http://x/v1'\nmodel = 'm'\napi_key_env = 'UNSET_VAR_X'", "is not set"),
+        ("[[route]]\nupstream = 'http://x/v1'\nmodel = 'm'\nkey = 'sk-secret'", "unknown key(s) key"),
+        ("not toml [", "not valid TOML"),
+    ],
+)
+def test_bad_route_files_stop_start_up_with_one_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load({"config": routes_file(tmp_path, text), "memory": "memory://"}, {})
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_route_key_without_client_keys_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="TOOLMEND_API_KEYS is empty"):
+        load({"config": routes_file(tmp_path), "memory": "memory://"}, {"TEST_MISTRAL_KEY": "k"})
+
+
+def test_routes_parse(tmp_path: Path) -> None:
+    prefix, model = load_routes(routes_file(tmp_path), {"TEST_MISTRAL_KEY": "k"})
+    assert (prefix.prefix, prefix.api_key, model.model, model.profile) == ("/mistral", "k", "deepseek-*", "deepseek")
+
+
+async def test_tenants_are_scoped_per_upstream(tmp_path: Path) -> None:
+    settings = settings_with_routes(tmp_path)
+    async with running_proxy(settings) as proxy:
+        state = proxy.state
+        default_tenant = state.tenant([(b"authorization", b"Bearer k")], state.default)
+        routed_tenant = state.tenant([(b"authorization", b"Bearer k")], state.routes[1])
+    assert default_tenant != routed_tenant
+
+
+def test_settings_reject_unknown_profile_in_flags() -> None:
+    with pytest.raises(ConfigError):
+        make_settings(profile="nope")
