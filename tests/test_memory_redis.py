@@ -66,33 +66,32 @@ async def test_one_mget_per_recall_and_one_round_trip_per_batch(backend: Backend
 
 
 async def test_a_dead_server_fails_fast_and_the_guard_recovers_when_it_is_back() -> None:
-    server = RedisServer().start()
-    store = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
-    store.peer_grace = 0
-    guarded = GuardedStore(store)
-    assert await guarded.ready()
-    server.stop()
-    started = time.monotonic()
-    assert await guarded.recall("t", ["call_1"]) == {}
-    assert time.monotonic() - started < 1
-    assert not guarded.available and guarded.failures == 1
-    assert await guarded.recall("t", ["call_1"]) == {} and guarded.skipped == 1  # not even tried
-    assert not await guarded.ready()
-    await guarded.remember("t", [turn("call_during")])  # kept for later
-    await asyncio.sleep(0.1)
-    with pytest.raises(StoreUnavailable):
-        await store.remember("t", [turn("call_during2")])
-    server.start()
-    deadline = time.monotonic() + 10
-    while not guarded.available and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert guarded.available and await guarded.ready()
-    assert await store.flush(5)
-    other = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
-    assert set(await other.recall("t", ["call_during", "call_during2"])) == {"call_during", "call_during2"}
-    await other.close()
-    await guarded.close()
-    server.stop()
+    with RedisServer() as server:  # its own server: this test stops and restarts it
+        store = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
+        store.peer_grace = 0
+        guarded = GuardedStore(store)
+        assert await guarded.ready()
+        server.stop()
+        started = time.monotonic()
+        assert await guarded.recall("t", ["call_1"]) == {}
+        assert time.monotonic() - started < 1
+        assert not guarded.available and guarded.failures == 1
+        assert await guarded.recall("t", ["call_1"]) == {} and guarded.skipped == 1  # not even tried
+        assert not await guarded.ready()
+        await guarded.remember("t", [turn("call_during")])  # kept for later
+        await asyncio.sleep(0.1)
+        with pytest.raises(StoreUnavailable):
+            await store.remember("t", [turn("call_during2")])
+        server.start()
+        deadline = time.monotonic() + 10
+        while not guarded.available and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert guarded.available and await guarded.ready()
+        assert await store.flush(5)
+        other = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
+        assert set(await other.recall("t", ["call_during", "call_during2"])) == {"call_during", "call_during2"}
+        await other.close()
+        await guarded.close()
 
 
 def test_open_store_by_url(redis_server: RedisServer) -> None:
