@@ -25,15 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from procs import free_port  # bench/ is on sys.path when a script here runs
+
 BENCH = Path(__file__).resolve().parent
 SERVE = "{python} -m proxy serve --upstream {upstream} --host 127.0.0.1 --port {port} --log-level warning --memory "
 BACKENDS = ("memory", "sqlite", "redis")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
 
 
 def start_redis(port: int, cpus: str) -> subprocess.Popen:

@@ -31,13 +31,14 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from procs import free_port, tree_cpu_seconds  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -57,7 +58,6 @@ BUILTIN = {
 }
 BASELINES = ("direct", "nginx", "naive")
 START_TIMEOUT = 10.0
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # ----------------------------------------------------------------------------- utilities
 
@@ -66,10 +66,7 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
 
 
 def render_nginx(rundir: Path, role: str, mock_port: int, proxy_port: int) -> Path:
@@ -97,40 +94,10 @@ def nginx_cmd(rundir: Path) -> str:
     return f"nginx -p {rundir}/ -c {rundir}/nginx.conf -e {rundir}/error.log"
 
 
-def proc_tree(root: int) -> list[int]:
-    """root and all its live descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return out
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """utime+stime (+ reaped children's) of root and its descendants, in seconds."""
-    ticks = 0
-    for pid in proc_tree(root):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17
-        ticks += sum(int(x) for x in fields[11:15])
-    return ticks / CLK_TCK
+
+
 
 
 class Proc:

@@ -51,6 +51,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from procs import free_port, tree_cpu_seconds, tree_rss_kb  # bench/ is on sys.path when a script here runs
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results" / "soak.json"
@@ -71,59 +73,16 @@ def log(msg: str) -> None:
 # ----------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def proc_tree(root: int) -> list[int]:
-    """root and all its live descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return out
 
 
-def tree_rss_kb(root: int) -> int:
-    total = 0
-    for pid in proc_tree(root):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:
-            continue
-    return total
 
 
-def tree_cpu_seconds(root: int) -> float:
-    ticks = 0
-    for pid in proc_tree(root):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        ticks += sum(int(x) for x in stat[stat.rindex(")") + 2 :].split()[11:15])
-    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+
+
 
 
 class Proc:

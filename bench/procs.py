@@ -1,0 +1,55 @@
+"""Process and port helpers shared by the benchmark scripts: free loopback ports, and the CPU time and
+resident memory of a process together with its children, read from /proc."""
+
+import os
+import socket
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (which may contain spaces)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def proc_tree(root: int) -> list[int]:
+    """root and all its live descendants."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """utime+stime (+ reaped children's) of root and its descendants, in seconds."""
+    ticks = sum(sum(int(x) for x in fields[11:15]) for pid in proc_tree(root) if (fields := _stat_fields(pid)) is not None)
+    return ticks / CLK_TCK
+
+
+def tree_rss_kb(root: int) -> int:
+    """Resident memory of root and its descendants, in KiB."""
+    total = 0
+    for pid in proc_tree(root):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+        except OSError:
+            continue
+    return total
