@@ -19,6 +19,7 @@ from proxy.forward import UpstreamError
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
 from proxy.repair import Finding, Profile, needs_repair, recall_ids, repair
+from proxy.repair.engine import TOO_DEEP
 from proxy.state import ProxyState
 from proxy.turns import Turn
 
@@ -79,7 +80,10 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
         if result.rejected is not None:
             return _rejection(result.rejected)
         if result.changed:
-            outgoing = orjson.dumps(result.body)
+            try:
+                outgoing = orjson.dumps(result.body)
+            except orjson.JSONEncodeError:
+                return error_response(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep")
             summary = summarize(result.findings)
             extra_headers.append((REPAIRS_HEADER, summary.encode()))
             if line is not None:
@@ -150,10 +154,11 @@ def summarize(findings: tuple[Finding, ...]) -> str:
 
 
 def _rejection(finding: Finding) -> Response:
+    why = " under the configured orphan policy (--orphan-policy)" if finding.code == "TM101" else ""
     return error_response(
         400,
         f"toolmend {finding.code} ({finding.name}) at messages[{finding.index}]: {finding.detail}. "
-        "The history cannot be repaired under the configured orphan policy.",
+        f"The history cannot be repaired{why}.",
         param=f"messages.[{finding.index}]",
         code=f"toolmend_{finding.name.replace('-', '_')}",
     )

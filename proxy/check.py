@@ -12,6 +12,7 @@ import orjson
 
 from proxy.repair import Policy, Result, repair
 from proxy.repair.catalog import all_rules
+from proxy.repair.engine import TOO_DEEP
 
 
 class Unreadable(Exception):
@@ -71,7 +72,11 @@ def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: st
     if fix:
         for doc, result in results:
             body = result.body["messages"] if doc.bare_list else result.body
-            stdout.write(orjson.dumps(body, option=0 if len(documents) > 1 else orjson.OPT_INDENT_2).decode() + "\n")
+            try:
+                stdout.write(orjson.dumps(body, option=0 if len(documents) > 1 else orjson.OPT_INDENT_2).decode() + "\n")
+            except orjson.JSONEncodeError:
+                print(f"toolmend check: document {doc.number}: {TOO_DEEP}", file=sys.stderr)
+                return 2
     elif output_format == "json":
         rows = [{"document": doc.number, **finding.as_dict()} for doc, result in results for finding in result.findings]
         stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")

@@ -122,7 +122,7 @@ async def test_http_layer_rejects_absurd_nesting_and_invalid_utf8() -> None:
         b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}',
     ])
     assert answers[0].status_code == 400 and answers[2].status_code == 400
-    assert answers[1].status_code == 400 and "too deep" in answers[1].json()["error"]["message"]
+    assert answers[1].status_code == 400 and "deeper than can be encoded" in answers[1].json()["error"]["message"]
 
 
 @FUZZ

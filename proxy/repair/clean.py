@@ -18,18 +18,24 @@ MAX_ID_LENGTH = 40
 def is_clean(messages: Any) -> bool:
     if type(messages) is not list:
         return True  # not a chat history: nothing for the repair engine to do
+    try:
+        return _all_clean(messages)
+    except AttributeError:  # a message, call or function that is not an object has no .get: malformed
+        return False
+
+
+def _all_clean(messages: list[Any]) -> bool:
     seen: set[str] = set()  # every call id declared so far (S4)
-    pending: set[str] | None = None  # ids of the latest call turn still awaiting their result
+    pending: set[str] = set()  # ids of the latest call turn still awaiting their result
     for message in messages:
-        if type(message) is not dict:
-            return False  # malformed
         role = message.get("role")
         if role == "tool":
-            # Outside a block, an unknown id, a second result (S2, S5) or non-string content (S9).
-            rid = message.get("tool_call_id")
-            if not pending or rid not in pending or type(message.get("content")) is not str:
+            if type(message.get("content")) is not str:
+                return False  # S9
+            try:  # an id this block awaits, answered once; else outside a block, unknown or repeated (S2, S5)
+                pending.remove(message.get("tool_call_id"))
+            except (KeyError, TypeError):
                 return False
-            pending.discard(rid)
         elif pending:
             return False  # a non-tool message before every call was answered (S1, S3)
         elif role == "assistant":
@@ -43,12 +49,9 @@ def is_clean(messages: Any) -> bool:
                 continue
             if type(calls) is not list or not calls:
                 return False  # S8
-            pending = set()
             for call in calls:
-                if type(call) is not dict:
-                    return False
                 cid = call.get("id")
-                if type(cid) is not str or not cid or len(cid) > MAX_ID_LENGTH or cid in seen:
+                if type(cid) is not str or not 0 < len(cid) <= MAX_ID_LENGTH or cid in seen:
                     return False  # S6, E-ID-40, S4
                 seen.add(cid)
                 pending.add(cid)
@@ -58,8 +61,6 @@ def is_clean(messages: Any) -> bool:
                         return False  # S6
                     continue  # another declared call type (OpenAI "custom" tools): not ours to judge
                 function = call.get("function")
-                if type(function) is not dict:
-                    return False
                 name = function.get("name")
                 arguments = function.get("arguments")
                 if type(name) is not str or not name or type(arguments) is not str:

@@ -4,6 +4,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from proxy.repair.clean import is_clean
 from proxy.repair.context import Context, Recall
 from proxy.repair.findings import Finding, Policy
@@ -13,6 +15,7 @@ from proxy.repair.rules import UNIVERSAL, malformed_message
 from proxy.turns import Turn
 
 DEFAULT_POLICY = Policy()
+TOO_DEEP = "the request nests values deeper than can be encoded again (255 levels); nothing was repaired"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,24 +30,6 @@ class Result:
     @property
     def changed(self) -> bool:
         return bool(self.findings) and self.rejected is None
-
-
-#: A repaired body must be encoded again, and orjson encodes at most 255 levels; leave room for the body.
-MAX_REPAIR_DEPTH = 200
-
-
-def nested_deeper_than(value: Any, limit: int) -> bool:
-    """Whether any list or object in ``value`` sits more than ``limit`` levels down (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if type(item) is dict:
-            stack.extend((child, depth + 1) for child in item.values() if type(child) in (dict, list))
-        elif type(item) is list:
-            stack.extend((child, depth + 1) for child in item if type(child) in (dict, list))
-    return False
 
 
 def nothing_recalled(ids: list[str]) -> Mapping[str, Turn]:
@@ -106,16 +91,16 @@ def repair(
     profile = get_profile(profile) if isinstance(profile, str) else profile
     if not needs_repair(body, profile):
         return Result(body, ())
-    if nested_deeper_than(body["messages"], MAX_REPAIR_DEPTH):
-        finding = Finding(malformed_message.RULE.code, malformed_message.RULE.name, 0, "rejected",
-                          f"messages nest deeper than {MAX_REPAIR_DEPTH} levels; too deep to repair and re-encode")
-        return Result(body, (finding,), finding)
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
     ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy, profile)
-    for rule in (*UNIVERSAL, *profile.rules):
-        rule.apply(ctx)
-        if ctx.rejected is not None:
-            return Result(body, tuple(ctx.findings), ctx.rejected)
+    try:
+        for rule in (*UNIVERSAL, *profile.rules):
+            rule.apply(ctx)
+            if ctx.rejected is not None:
+                return Result(body, tuple(ctx.findings), ctx.rejected)
+    except orjson.JSONEncodeError:  # orjson reads 1,024 levels but writes only 255: a value too deep to re-encode
+        finding = Finding(malformed_message.RULE.code, malformed_message.RULE.name, 0, "rejected", TOO_DEEP)
+        return Result(body, (*ctx.findings, finding), finding)
     if not ctx.findings:
         return Result(body, ())
     return Result(repaired, tuple(ctx.findings))

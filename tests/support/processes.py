@@ -111,7 +111,12 @@ class ProxyProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20) -> ProxyProcess:
-        return self.launch().wait_ready(timeout)
+        self.launch()
+        try:
+            return self.wait_ready(timeout)
+        except BaseException:
+            self.stop()  # __exit__ never runs when __enter__ fails: never leave a proxy behind
+            raise
 
     def launch(self) -> ProxyProcess:
         """Start the process without waiting for it (start several, then ``wait_ready`` each)."""
