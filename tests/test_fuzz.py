@@ -11,7 +11,7 @@ import os
 import httpx
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy.app import create_app
@@ -64,6 +64,7 @@ def deeply_nested(depth: int) -> dict:
 
 @FUZZ
 @given(body=bodies, profile=st.sampled_from(sorted(PROFILES)), policy=st.sampled_from(["synthesize", "drop", "reject"]))
+@example(body={"messages": [{"role": "system", "tool_calls": True}]}, profile="anthropic", policy="synthesize")  # found by the long run
 def test_engine_never_raises(body, profile, policy) -> None:
     selected = PROFILES[profile]
     recall_ids(body, selected)

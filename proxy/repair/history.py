@@ -43,10 +43,16 @@ def call_name(call: Any) -> str | None:
     return None
 
 
+def calls_of(message: Message) -> list[Any]:
+    """The message's ``tool_calls`` when it is a list (a client may send anything there), else none."""
+    calls = message.get("tool_calls")
+    return calls if type(calls) is list else []
+
+
 def declared_ids(message: Message) -> list[str]:
     """The call ids an assistant message declares, in order."""
     ids = []
-    for call in message.get("tool_calls") or ():
+    for call in calls_of(message):
         cid = call_id(call)
         if cid is not None:
             ids.append(cid)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proxy.repair.context import Context
+from proxy.repair.history import calls_of
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM303", "closed-schema-fields", ("E-MI-3", "MI-7", "MI-8", "GR-1", "CE-1", "FW-1", "AN-6"))
@@ -40,7 +41,7 @@ def is_clean(messages: list[Any], profile: Any) -> bool:
     for message in messages:
         if _extra(message, schema.get(message.get("role"))):
             return False
-        for call in message.get("tool_calls") or ():
+        for call in calls_of(message):
             if _extra(call, schema.get("tool_call")) or _extra(call.get("function") if type(call) is dict else None, schema.get("function")):
                 return False
         if _bad_tool_name(message, schema):
@@ -66,7 +67,7 @@ def apply(ctx: Context) -> None:
         if _bad_tool_name(message, schema):
             del message["name"]
             removed.append("name (not a valid tool name)")
-        for number, call in enumerate(message.get("tool_calls") or ()):
+        for number, call in enumerate(calls_of(message)):
             if type(call) is not dict:
                 continue
             for key in _extra(call, schema.get("tool_call")):

@@ -15,6 +15,7 @@ Good:
 """
 
 from proxy.repair.context import Context, stable_id
+from proxy.repair.history import calls_of
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM207", "legacy-function-call", ("S11", "OAI-11", "AZ-3", "MI-7"))
@@ -30,7 +31,7 @@ def apply(ctx: Context) -> None:
             name = function.get("name")
             new_id = stable_id(position, name, function.get("arguments"))
             call = {"id": new_id, "type": "function", "function": dict(function)}
-            message["tool_calls"] = [*(message.get("tool_calls") or []), call]
+            message["tool_calls"] = [*calls_of(message), call]
             awaiting.append((name, new_id))
             ctx.report(RULE, message, "converted", f"function_call {name!r} -> tool_calls id {new_id}", position)
         elif role == "function":

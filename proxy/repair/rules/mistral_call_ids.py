@@ -20,7 +20,7 @@ import string
 from typing import Any
 
 from proxy.repair.context import Context
-from proxy.repair.history import call_id, each_call, is_tool, result_id
+from proxy.repair.history import call_id, calls_of, each_call, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM301", "mistral-call-ids", ("E-MI-1", "MI-4", "VL-7"))
@@ -37,7 +37,7 @@ def is_clean(messages: list[Any], profile: Any) -> bool:
     for message in messages:
         if message.get("role") == "tool" and not _is_valid(message.get("tool_call_id")):
             return False
-        for call in message.get("tool_calls") or ():
+        for call in calls_of(message):
             if type(call) is dict and not _is_valid(call.get("id")):
                 return False
     return True
