@@ -9,18 +9,21 @@ import logging
 import time
 from collections import Counter
 
+import httpx
 import orjson
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from proxy.config import Settings
 from proxy.disconnect import ClientGone, unless_client_leaves
 from proxy.errors import error_response
 from proxy.forward import UpstreamError
+from proxy.logs import RequestLine
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
 from proxy.repair import Finding, Profile, needs_repair, recall_ids, repair
 from proxy.repair.engine import TOO_DEEP
-from proxy.state import ProxyState
+from proxy.state import ProxyState, UpstreamRoute
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
@@ -40,57 +43,89 @@ class BodyTooLarge(Exception):
     pass
 
 
+class Refused(Exception):
+    """A step ends the request early with this answer (an OpenAI-shaped error, mostly)."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
 async def chat_completions(request: Request) -> Response | StreamRelay:
     state: ProxyState = request.app.state.proxy
     line = line_of(request.scope)
     route, path = state.route_for_path(request.scope["raw_path"])
-    denied = state.authorize(request.headers.raw, route)
-    if denied is not None:
-        return denied
-    settings = state.settings
+    try:
+        if (denied := state.authorize(request.headers.raw, route)) is not None:
+            raise Refused(denied)
+        body, parsed = await _read_request(request, state.settings)
+        if route is state.default and state.routes:
+            route = state.route_for_model(parsed.get("model"))
+        tenant = state.tenant(request.headers.raw, route)
+        line.tenant, line.profile = tenant[:8], route.profile.name
+        outgoing, extra_headers = await _repair_request(state, route.profile, tenant, body, parsed, line)
+        answer = await _forward(request, state, route, path, outgoing, line)
+    except Refused as refused:
+        return refused.response
+    if not state.store.available:
+        extra_headers.append(MEMORY_HEADER)
+        line.memory = "unavailable"
+
+    async def remember(turns: list[Turn]) -> None:
+        await state.store.remember(tenant, turns)
+
+    return await relay_chat(answer, remember, extra_headers)
+
+
+async def _read_request(request: Request, settings: Settings) -> tuple[bytes, dict]:
+    """The body as sent and parsed, within the size, time and message limits."""
     try:
         async with asyncio.timeout(settings.client_timeout):
             body = await read_body(request, settings.max_body_bytes)
     except BodyTooLarge:
-        return error_response(413, f"Request body is larger than {settings.max_body_bytes} bytes (--max-body-bytes).", code="request_too_large")
+        raise Refused(error_response(413, f"Request body is larger than {settings.max_body_bytes} bytes (--max-body-bytes).",
+                                     code="request_too_large")) from None
     except TimeoutError:
-        return error_response(408, f"The request body did not arrive within {settings.client_timeout:g} s (--client-timeout).", code="request_timeout")
+        raise Refused(error_response(408, f"The request body did not arrive within {settings.client_timeout:g} s (--client-timeout).",
+                                     code="request_timeout")) from None
     except ClientDisconnect:
-        return Response(status_code=CLIENT_CLOSED_REQUEST)
+        raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return error_response(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")
+        raise Refused(error_response(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")) from None
     if type(parsed) is not dict:
-        return error_response(400, "The request body must be a JSON object.", code="invalid_json")
+        raise Refused(error_response(400, "The request body must be a JSON object.", code="invalid_json"))
     messages = parsed.get("messages")
     if type(messages) is list and len(messages) > settings.max_messages:
-        return error_response(400, f"The request has {len(messages)} messages; this proxy accepts at most {settings.max_messages} (--max-messages).",
-                              param="messages", code="too_many_messages")
+        raise Refused(error_response(
+            400, f"The request has {len(messages)} messages; this proxy accepts at most {settings.max_messages} (--max-messages).",
+            param="messages", code="too_many_messages"))
+    return body, parsed
 
-    if route is state.default and state.routes:
-        route = state.route_for_model(parsed.get("model"))
-    tenant = state.tenant(request.headers.raw, route)
-    profile = route.profile
-    if line is not None:
-        line.tenant, line.profile = tenant[:8], profile.name
-    outgoing, extra_headers = body, []
-    if needs_repair(parsed, profile):
-        result = await _repair(state, tenant, parsed, profile)
-        if result.rejected is not None:
-            return _rejection(result.rejected)
-        if result.changed:
-            try:
-                outgoing = orjson.dumps(result.body)
-            except orjson.JSONEncodeError:
-                return error_response(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep")
-            summary = summarize(result.findings)
-            extra_headers.append((REPAIRS_HEADER, summary.encode()))
-            if line is not None:
-                line.repairs = summary
-            for finding in result.findings:
-                state.metrics.repairs.labels(finding.code, profile.name).inc()
 
+async def _repair_request(state: ProxyState, profile: Profile, tenant: str, body: bytes, parsed: dict,
+                          line: RequestLine) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """What to send upstream: the client's own bytes, or the repaired body (with the header saying so)."""
+    if not needs_repair(parsed, profile):
+        return body, []
+    result = await _repair(state, tenant, parsed, profile)
+    if result.rejected is not None:
+        raise Refused(_rejection(result.rejected))
+    if not result.changed:
+        return body, []
+    try:
+        outgoing = orjson.dumps(result.body)
+    except orjson.JSONEncodeError:
+        raise Refused(error_response(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep")) from None
+    line.repairs = summarize(result.findings)
+    for finding in result.findings:
+        state.metrics.repairs.labels(finding.code, profile.name).inc()
+    return outgoing, [(REPAIRS_HEADER, line.repairs.encode())]
+
+
+async def _forward(request: Request, state: ProxyState, route: UpstreamRoute, path: bytes, outgoing: bytes,
+                   line: RequestLine) -> httpx.Response:
+    """Send upstream and wait for the answer's head, giving up if the client leaves meanwhile."""
     upstream = route.upstream
     sending = upstream.send(
         "POST",
@@ -103,21 +138,12 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
         answer = await unless_client_leaves(sending, request.receive)
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
-        return exc.response()
+        raise Refused(exc.response()) from None
     except ClientGone:
         log.info("client left before the upstream answered; upstream request cancelled")
-        return Response(status_code=CLIENT_CLOSED_REQUEST)
+        raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
     observe_upstream(state.metrics, line, "chat", answer, started)
-
-    if not state.store.available:
-        extra_headers.append(MEMORY_HEADER)
-        if line is not None:
-            line.memory = "unavailable"
-
-    async def remember(turns: list[Turn]) -> None:
-        await state.store.remember(tenant, turns)
-
-    return await relay_chat(answer, remember, extra_headers)
+    return answer
 
 
 async def read_body(request: Request, limit: int) -> bytes:

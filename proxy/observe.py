@@ -41,18 +41,19 @@ def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
     return uuid.uuid4().hex
 
 
-def line_of(scope: Scope) -> RequestLine | None:
-    return scope.get("state", {}).get("request_line")
+def line_of(scope: Scope) -> RequestLine:
+    """The request's line; a throwaway one when the observing layer is not in front (a bare handler in a test)."""
+    line = scope.get("state", {}).get("request_line")
+    return line if line is not None else RequestLine("-", scope.get("method", ""), scope.get("path", ""))
 
 
-def observe_upstream(metrics: Metrics, line: RequestLine | None, route: str, answer: Any, started: float) -> None:
+def observe_upstream(metrics: Metrics, line: RequestLine, route: str, answer: Any, started: float) -> None:
     """The upstream's answer head arrived: its status and time to first byte."""
     elapsed = time.perf_counter() - started
     metrics.upstream_first_byte_seconds.labels(route).observe(elapsed)
-    if line is not None:
-        line.upstream_status = answer.status_code
-        line.first_byte_ms = round(elapsed * 1000, 3)
-        line.upstream_started = started
+    line.upstream_status = answer.status_code
+    line.first_byte_ms = round(elapsed * 1000, 3)
+    line.upstream_started = started
 
 
 class Observer:
