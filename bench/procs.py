@@ -1,8 +1,11 @@
-"""Process and port helpers shared by the benchmark scripts: free loopback ports, and the CPU time and
-resident memory of a process together with its children, read from /proc."""
+"""Process and port helpers shared by the benchmark scripts: free loopback ports, children in their own
+session, and the CPU time and resident memory of a process with its children, read from /proc."""
 
 import os
+import signal
 import socket
+import subprocess
+from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -53,3 +56,48 @@ def tree_rss_kb(root: int) -> int:
         except OSError:
             continue
     return total
+
+
+class Proc:
+    """A child in its own session (so Ctrl-C and stop() reach it and its children only), logging to a file."""
+
+    def __init__(self, name: str, argv: list[str], rundir: Path, cwd: Path, env: dict[str, str] | None = None,
+                 grace_seconds: float = 8) -> None:
+        self.name = name
+        self.grace_seconds = grace_seconds
+        self.log_path = rundir / f"{name}.log"
+        self._log = open(self.log_path, "wb")
+        self.popen = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, n: int = 12) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM to the group, SIGKILL after the grace period; whatever a dead leader left is killed too."""
+        if self.popen.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=self.grace_seconds)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.popen.wait(timeout=5)
+        else:
+            self._signal_group(signal.SIGKILL)
+        self._log.close()
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

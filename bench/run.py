@@ -30,7 +30,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from procs import free_port, tree_cpu_seconds  # bench/ is on sys.path when a script here runs
+from procs import Proc, free_port, tree_cpu_seconds  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -100,58 +99,9 @@ def nginx_cmd(rundir: Path) -> str:
 
 
 
-class Proc:
-    """A process started in its own session, pinned with taskset, logging to rundir."""
-
-    def __init__(self, name: str, command: str, cpus: str, rundir: Path):
-        self.name = name
-        self.command = command
-        self.log_path = rundir / f"{name}.log"
-        self._log = open(self.log_path, "wb")
-        self.popen = subprocess.Popen(
-            ["taskset", "-c", cpus, "sh", "-c", "exec " + command],
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def tail(self, n: int = 12) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return ""
-        return "\n".join(lines[-n:])
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGTERM)  # our own session's group only
-            except ProcessLookupError:
-                pass
-            try:
-                self.popen.wait(timeout=8)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.popen.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.popen.wait(timeout=5)
-        else:
-            # The leader is gone; make sure nothing it left in its group survives.
-            try:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self._log.close()
+def pinned(name: str, command: str, cpus: str, rundir: Path) -> Proc:
+    """A shell command run pinned to ``cpus`` with taskset, in its own session, logging to rundir."""
+    return Proc(name, ["taskset", "-c", cpus, "sh", "-c", "exec " + command], rundir, REPO)
 
 
 def post(port: int, body: bytes, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -250,7 +200,7 @@ class Target:
                 "repo": str(REPO),
             }.items():
                 command = command.replace("{" + key + "}", value)
-        self.proc = Proc(f"{self.name}-{self.port}", command, ctx.args.proxy_cpus, ctx.rundir)
+        self.proc = pinned(f"{self.name}-{self.port}", command, ctx.args.proxy_cpus, ctx.rundir)
         reason = wait_ready(self.port, self.proc)
         if reason is None:
             try:
@@ -517,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     rundir = Path(tempfile.mkdtemp(prefix="toolmend-bench-"))
     mock_port = free_port()
     render_nginx(rundir / "mock", "mock", mock_port, 0)
-    mock = Proc("mock", nginx_cmd(rundir / "mock"), args.load_cpus, rundir)
+    mock = pinned("mock", nginx_cmd(rundir / "mock"), args.load_cpus, rundir)
     ctx = Ctx(args, rundir, mock_port)
     runs: list[dict] = []
     started = time.time()

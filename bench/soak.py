@@ -44,14 +44,13 @@ import platform
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from procs import free_port, tree_cpu_seconds, tree_rss_kb  # bench/ is on sys.path when a script here runs
+from procs import Proc, free_port, tree_cpu_seconds, tree_rss_kb  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -72,64 +71,6 @@ def log(msg: str) -> None:
 
 # ----------------------------------------------------------------------------- processes
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-class Proc:
-    """A child in its own session (so Ctrl-C reaches only the soak), logging to rundir; stop() ends its group."""
-
-    def __init__(self, name: str, argv: list[str], rundir: Path, env: dict[str, str] | None = None):
-        self.name = name
-        self.log_path = rundir / f"{name}.log"
-        self._log = open(self.log_path, "wb")
-        self.popen = subprocess.Popen(
-            argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def tail(self, n: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGTERM)  # our own child's group only
-            except ProcessLookupError:
-                pass
-            try:
-                self.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.popen.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.popen.wait(timeout=5)
-        else:
-            try:
-                os.killpg(self.popen.pid, signal.SIGKILL)  # whatever the leader left in its group
-            except (ProcessLookupError, PermissionError):
-                pass
-        self._log.close()
 
 
 def wait_http(port: int, path: str, proc: Proc, timeout: float = START_TIMEOUT) -> str | None:
@@ -762,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
     debug_dir = None
     code = 2
     try:
-        upstream = Proc("upstream", [sys.executable, str(Path(__file__).resolve()), "_upstream", str(up_port)], rundir)
+        upstream = Proc("upstream", [sys.executable, str(Path(__file__).resolve()), "_upstream", str(up_port)], rundir, REPO, grace_seconds=15)
         reason = wait_http(up_port, "/v1/models", upstream)
         if reason:
             log(f"strict upstream failed to start: {reason}")
@@ -779,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [sys.executable, str(Path(__file__).resolve()), "_proxy", *serve]
         else:
             cmd = [sys.executable, "-m", "proxy", *serve]
-        proxy = Proc("toolmend", cmd, rundir, env)
+        proxy = Proc("toolmend", cmd, rundir, REPO, env, grace_seconds=15)
         reason = wait_http(proxy_port, "/healthz", proxy)
         if reason:
             log(f"toolmend failed to start: {reason}")
