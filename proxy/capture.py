@@ -17,6 +17,7 @@ what it can understand and silently skips the rest.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -47,6 +48,15 @@ def _reasoning(holder: dict[str, Any]) -> str | None:
     return value if type(value) is str else None
 
 
+def _choices_with(obj: Any, key: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each choice of a completion (or chunk) that carries an object under ``key`` ("message" or "delta")."""
+    choices = obj.get("choices") if type(obj) is dict else None
+    for choice in choices if type(choices) is list else ():
+        inner = choice.get(key) if type(choice) is dict else None
+        if type(inner) is dict:
+            yield choice, inner
+
+
 def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
     """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls.
 
@@ -58,18 +68,8 @@ def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
         if isinstance(body, (bytes, bytearray)) and body[:3] == _BOM:
             body = body[3:]
         obj = _loads(body)
-        if type(obj) is not dict:
-            return []
-        choices = obj.get("choices")
-        if type(choices) is not list:
-            return []
         out: list[Turn] = []
-        for choice in choices:
-            if type(choice) is not dict:
-                continue
-            message = choice.get("message")
-            if type(message) is not dict:
-                continue
+        for _, message in _choices_with(obj, "message"):
             calls = message.get("tool_calls")
             if type(calls) is not list:
                 continue
@@ -314,17 +314,9 @@ class StreamCapture:
             pass
 
     def _apply(self, obj: Any) -> None:
-        if type(obj) is not dict or obj.get("error"):
+        if type(obj) is dict and obj.get("error"):
             return
-        choices = obj.get("choices")
-        if type(choices) is not list:
-            return
-        for choice in choices:
-            if type(choice) is not dict:
-                continue
-            delta = choice.get("delta")
-            if type(delta) is not dict:
-                continue
+        for choice, delta in _choices_with(obj, "delta"):
             index = choice.get("index")
             if type(index) is not int:
                 index = 0
