@@ -55,6 +55,7 @@ SERVE_OPTIONS = (
     Option("upstream_timeout", 600.0, "seconds to wait for the upstream (connect, read, write)", float),
     Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
     Option("max_messages", 10_000, "most messages a chat-completions request may carry", int),
+    Option("max_header_bytes", 64 * 1024, "largest request header block accepted", int),
     Option("client_timeout", 60.0, "seconds a client may take to send its request body", float),
     Option("max_upstream_connections", 512, "concurrent requests to each upstream; more wait, then get 503", int),
     Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
@@ -77,6 +78,7 @@ class Settings:
     upstream_timeout: float = 600.0
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 10_000
+    max_header_bytes: int = 64 * 1024
     client_timeout: float = 60.0
     max_upstream_connections: int = 512
     log_level: str = "info"
@@ -142,6 +144,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--max-body-bytes {s.max_body_bytes} is too small; use at least 1024")
     if s.max_messages < 1 or s.max_upstream_connections < 1:
         raise ConfigError("--max-messages and --max-upstream-connections must be at least 1")
+    if s.max_header_bytes < 1024:
+        raise ConfigError(f"--max-header-bytes {s.max_header_bytes} is too small; use at least 1024")
     if not (math.isfinite(s.client_timeout) and s.client_timeout > 0):
         raise ConfigError(f"--client-timeout {s.client_timeout} must be > 0 seconds")
     if s.log_format not in LOG_FORMATS:
