@@ -2,7 +2,10 @@
 tests control framing, timing and misbehaviour (and count TCP accepts to see connection reuse)."""
 
 import asyncio
+import contextlib
 import socket
+import ssl
+import subprocess
 import time
 from collections.abc import AsyncIterator
 
@@ -621,3 +624,48 @@ async def test_interim_1xx_response_is_skipped(transport: FastTransport, same_pa
     async with asyncio.timeout(3), RawServer(handler) as server:
         response, body = await fetch(transport, "POST", server.url(), content=b"x", headers={"expect": "100-continue"})
         assert (response.status_code, response.extensions["reason_phrase"], body) == (200, b"OK", b"ok")
+
+
+# --- TLS -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A throwaway self-signed certificate for localhost (openssl comes with Debian's ca-certificates)."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+    return cert, key
+
+
+async def test_https_upstream_is_verified_and_kept_alive(certificate: tuple[str, str]) -> None:
+    cert, key = certificate
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    accepts = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepts
+        accepts += 1
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=served)
+    url = f"https://localhost:{server.sockets[0].getsockname()[1]}/v1/models"
+    timeouts = {"timeout": {"connect": 2, "read": 2, "write": 2, "pool": 2}}
+    trusting = FastTransport(ssl_context=ssl.create_default_context(cafile=cert))
+    try:
+        async with asyncio.timeout(10):
+            for _ in range(3):
+                response = await trusting.handle_async_request(httpx.Request("GET", url, extensions=timeouts))
+                assert response.status_code == 200 and b"".join([c async for c in response.stream]) == b"ok"
+                await response.aclose()
+            assert accepts == 1  # one TLS handshake, then the same connection
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await FastTransport().handle_async_request(httpx.Request("GET", url, extensions=timeouts))
+    finally:
+        await trusting.aclose()
+        server.close()
