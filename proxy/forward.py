@@ -58,9 +58,8 @@ class _Releasing(httpx.AsyncByteStream):
     def __init__(self, stream: httpx.AsyncByteStream, slots: asyncio.Semaphore) -> None:
         self.stream, self.slots, self.released = stream, slots, False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self.stream:
-            yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self.stream.__aiter__()  # no wrapper per chunk: only closing needs this class
 
     async def aclose(self) -> None:
         try:

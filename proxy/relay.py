@@ -40,7 +40,7 @@ class StreamRelay:
             try:
                 await send({"type": "http.response.start", "status": self.upstream.status_code, "headers": self.headers})
                 feed = self.capture.feed if self.capture is not None else None
-                async for chunk in self.upstream.aiter_raw():
+                async for chunk in self.upstream.stream:  # raw bytes as they arrive, without httpx's re-chunking layer
                     if feed is not None:
                         feed(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
