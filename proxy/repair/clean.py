@@ -20,7 +20,9 @@ def is_clean(messages: Any) -> bool:
         return True  # not a chat history: nothing for the repair engine to do
     try:
         return _all_clean(messages)
-    except AttributeError:  # a message, call or function that is not an object has no .get: malformed
+    except (KeyError, TypeError, AttributeError):
+        # A required key missing, or a message, call or function that is not an object: something a rule
+        # will repair or refuse. (Subscripts instead of .get: the happy path is the hot path.)
         return False
 
 
@@ -28,12 +30,12 @@ def _all_clean(messages: list[Any]) -> bool:
     seen: set[str] = set()  # every call id declared so far (S4)
     pending: set[str] = set()  # ids of the latest call turn still awaiting their result
     for message in messages:
-        role = message.get("role")
+        role = message["role"]
         if role == "tool":
-            if type(message.get("content")) is not str:
+            if type(message["content"]) is not str:
                 return False  # S9
             try:  # an id this block awaits, answered once; else outside a block, unknown or repeated (S2, S5)
-                pending.remove(message.get("tool_call_id"))
+                pending.remove(message["tool_call_id"])
             except (KeyError, TypeError):
                 return False
         elif pending:
@@ -50,19 +52,19 @@ def _all_clean(messages: list[Any]) -> bool:
             if type(calls) is not list or not calls:
                 return False  # S8
             for call in calls:
-                cid = call.get("id")
+                cid = call["id"]
                 if type(cid) is not str or not 0 < len(cid) <= MAX_ID_LENGTH or cid in seen:
                     return False  # S6, E-ID-40, S4
                 seen.add(cid)
                 pending.add(cid)
-                kind = call.get("type")
+                kind = call["type"]
                 if kind != "function":
                     if kind is None:
                         return False  # S6
                     continue  # another declared call type (OpenAI "custom" tools): not ours to judge
-                function = call.get("function")
-                name = function.get("name")
-                arguments = function.get("arguments")
+                function = call["function"]
+                name = function["name"]
+                arguments = function["arguments"]
                 if type(name) is not str or not name or type(arguments) is not str:
                     return False  # S6
                 try:
