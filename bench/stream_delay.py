@@ -255,7 +255,7 @@ async def amain(args: argparse.Namespace) -> int:
             "repo": str(harness.REPO),
         }.items():
             cmd = cmd.replace("{" + key + "}", value)
-    proc = harness.Proc("proxy", cmd, args.proxy_cpus, rundir)
+    proc = harness.pinned("proxy", cmd, args.proxy_cpus, rundir)
     try:
         reason = await wait_answers(port, proc, harness.START_TIMEOUT)
         if reason:
