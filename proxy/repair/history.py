@@ -83,18 +83,14 @@ def is_empty_content(content: Any) -> bool:
 def orphan_call_ids(messages: Any) -> list[str]:
     """The ``tool_call_id`` of every tool message whose call is declared nowhere in the request (S2).
 
-    These are the ids worth recalling from memory; the server looks them up before calling ``repair``.
+    These are the ids worth recalling from memory (``recall_ids`` adds what profile rules look up), in
+    order of first appearance.
     """
     if type(messages) is not list:
         return []
     declared = all_declared_ids(messages)
-    orphans = []
-    for message in messages:
-        if is_tool(message):
-            rid = result_id(message)
-            if rid is not None and rid not in declared and rid not in orphans:
-                orphans.append(rid)
-    return orphans
+    results = (result_id(message) for message in messages if is_tool(message))
+    return list(dict.fromkeys(rid for rid in results if rid is not None and rid not in declared))
 
 
 def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:
