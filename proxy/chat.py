@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from proxy.config import Settings
-from proxy.disconnect import ClientGone, unless_client_leaves
+from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import error_response
 from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
@@ -135,7 +135,8 @@ async def _forward(request: Request, state: ProxyState, route: UpstreamRoute, pa
     )
     started = time.perf_counter()
     try:
-        answer = await unless_client_leaves(sending, request.receive)
+        with client_watch(request.receive):
+            answer = await sending
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
         raise Refused(exc.response()) from None

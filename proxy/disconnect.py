@@ -1,55 +1,50 @@
-"""Giving up on the upstream when the client has already gone.
+"""Stopping work for a client that has already gone.
 
 An LLM call can run for minutes and costs money while it runs. When the client disconnects before the
-upstream has even answered (an SDK timing out and retrying, a user pressing stop), the upstream request
-is cancelled at once instead of running to completion for nobody.
+upstream has answered (an SDK timing out and retrying, a user pressing stop) the upstream request is
+cancelled at once, and when it leaves mid-stream the relay stops at once, not when the next chunk arrives.
+
+``client_watch`` is the one mechanism for both: while its block runs, a disconnect cancels the block's
+task where it waits; the block then ends with ``ClientGone`` (a cancellation from anywhere else, such as
+a shutdown, goes through unchanged). Only for requests whose body has been read completely: from then on
+the next ASGI message can only be ``http.disconnect``.
 """
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+import contextlib
+from collections.abc import Iterator
 
 from starlette.types import Receive
 
-T = TypeVar("T")
-
 
 class ClientGone(Exception):
-    """The client disconnected before the upstream answered."""
+    """The client disconnected while the block was running."""
 
 
-async def unless_client_leaves(work: Coroutine[Any, Any, T], receive: Receive) -> T:
-    """Await ``work``, cancelling it if the client disconnects first.
+@contextlib.contextmanager
+def client_watch(receive: Receive) -> Iterator[None]:
+    task = asyncio.current_task()
+    assert task is not None
+    state = {"watching": True, "left": False}
 
-    Only for requests whose body has been read completely: from then on the next ASGI message can only be
-    ``http.disconnect``.
-    """
-    loop = asyncio.get_running_loop()
-    answer = loop.create_task(work)
-    left = loop.create_task(_disconnected(receive))
-    first: asyncio.Future[None] = loop.create_future()
+    def on_disconnect(watcher: asyncio.Task[None]) -> None:
+        # Runs on the loop between steps: only a block still running is stopped.
+        if state["watching"] and not watcher.cancelled() and watcher.exception() is None:
+            state["left"] = True
+            task.cancel()
 
-    def settle(_: asyncio.Future) -> None:
-        if not first.done():
-            first.set_result(None)
-
-    answer.add_done_callback(settle)
-    left.add_done_callback(settle)
+    watcher = asyncio.get_running_loop().create_task(_disconnected(receive))
+    watcher.add_done_callback(on_disconnect)
     try:
-        await first
-    except BaseException:
-        answer.cancel()
-        left.cancel()
-        raise
-    if answer.done():
-        left.cancel()
-        return answer.result()
-    answer.cancel()
-    try:
-        await answer
-    except BaseException:  # noqa: BLE001 - whatever the cancelled work ends with, the client is gone
-        pass
-    raise ClientGone
+        yield
+    except asyncio.CancelledError:
+        if not state["left"]:
+            raise
+        task.uncancel()  # our own cancellation, taken back: the caller learns why instead
+        raise ClientGone from None
+    finally:
+        state["watching"] = False
+        watcher.cancel()
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -6,7 +6,6 @@ tool calls can be remembered. When the client goes away mid-stream the upstream 
 once, not when the next chunk happens to arrive.
 """
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -16,6 +15,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from proxy.capture import StreamCapture, turns_from_json
+from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, response_headers
 from proxy.turns import Turn
 
@@ -35,46 +35,25 @@ class StreamRelay:
         self.on_end = on_end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        relay = asyncio.current_task()
-        state = {"relaying": True, "client_left": False}
-
-        def on_disconnect(watcher: asyncio.Task[None]) -> None:
-            # Runs on the loop between steps: if the relay is still going, stop it where it waits.
-            if state["relaying"] and not watcher.cancelled() and watcher.exception() is None:
-                state["client_left"] = True
-                relay.cancel()
-
-        watcher = asyncio.get_running_loop().create_task(_disconnected(receive))
-        watcher.add_done_callback(on_disconnect)
         try:
-            await send({"type": "http.response.start", "status": self.upstream.status_code, "headers": self.headers})
-            feed = self.capture.feed if self.capture is not None else None
-            async for chunk in self.upstream.stream:  # raw bytes as they arrive, without httpx's re-chunking layer
-                if feed is not None:
-                    feed(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            with client_watch(receive):
+                await send({"type": "http.response.start", "status": self.upstream.status_code, "headers": self.headers})
+                feed = self.capture.feed if self.capture is not None else None
+                async for chunk in self.upstream.stream:  # raw bytes as they arrive, without httpx's re-chunking layer
+                    if feed is not None:
+                        feed(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except httpx.HTTPError as exc:
             # The status already went out: all that can be done is end the body and say why.
             log.warning("upstream stream ended early: %s", type(exc).__name__)
-        except OSError:
-            pass  # the client went away while we wrote; the finally below closes the upstream
-        except asyncio.CancelledError:
-            if not state["client_left"]:
-                raise  # cancelled from outside (shutdown): let it through once the upstream is closed
-            relay.uncancel()  # our own cancellation: the client left mid-stream
+        except (ClientGone, OSError):
+            pass  # the client went away; the finally below closes the upstream
         finally:
-            state["relaying"] = False
-            watcher.cancel()
             await self.upstream.aclose()
             # Even a cut-off stream may have shown the client complete call ids it will answer.
             if self.on_end is not None:
                 await self.on_end()
-
-
-async def _disconnected(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def stream_through(upstream: httpx.Response, extra_headers: RawHeaders = ()) -> StreamRelay:
