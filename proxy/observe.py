@@ -26,9 +26,10 @@ QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted,
 
 
 def route_of(path: str) -> str:
-    if path == "/v1/chat/completions":
+    """The metrics label of a path; a route prefix (``/mistral/v1/...``) counts like the path under it."""
+    if path.endswith("/v1/chat/completions"):
         return "chat"
-    if path.startswith("/v1/"):
+    if "/v1/" in path:
         return "passthrough"
     return path.strip("/") if path in QUIET_PATHS else "other"
 

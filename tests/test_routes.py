@@ -49,6 +49,7 @@ async def test_prefix_model_and_default_routes(tmp_path: Path) -> None:
             third = await proxy.client.post("/v1/chat/completions", json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, headers=AUTH)
             listed = await proxy.client.get("/mistral/v1/models", headers=client_auth)
             refused = await proxy.client.post("/mistral/v1/chat/completions", json={"messages": ORPHAN}, headers=AUTH)
+            metrics = (await proxy.client.get("/metrics")).text
     assert first.status_code == second.status_code == third.status_code == listed.status_code == 200
     # The prefix route's profile was detected from nothing known (mistral.test): openai rules, plus its own key.
     assert mistral.calls.last.request.headers["authorization"] == "Bearer sk-mistral-upstream"
@@ -57,6 +58,9 @@ async def test_prefix_model_and_default_routes(tmp_path: Path) -> None:
     assert b'"reasoning_content":""' in deepseek.calls.last.request.content
     assert default.called and models.called
     assert refused.status_code == 401  # a route with the proxy's own key needs a client key
+    # Prefixed paths count under the same metric labels as the paths they prefix.
+    assert 'toolmend_requests_total{route="chat",status="200"} 3.0' in metrics
+    assert 'toolmend_requests_total{route="passthrough",status="200"} 1.0' in metrics
 
 
 @pytest.mark.parametrize(
