@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Sequence
 
 from proxy import __version__, logs
-from proxy.config import SERVE_OPTIONS, ConfigError, Settings, load
+from proxy.config import SERVE_OPTIONS, ConfigError, Settings, flag, load
 from proxy.metrics import MULTIPROCESS_ENV
 from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy
 
@@ -22,7 +22,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     serve = commands.add_parser("serve", help="run the proxy")
     for option in SERVE_OPTIONS:
-        serve.add_argument(option.flag, dest=option.name, default=None, help=f"{option.help} (env {option.env}, default {option.default})")
+        described = f"{option.help} (env {option.env}, default {option.default})"
+        if option.kind is flag:  # a switch: present means on; the environment variable takes true/false
+            serve.add_argument(option.flag, dest=option.name, action="store_const", const=True, default=None, help=described)
+        else:
+            serve.add_argument(option.flag, dest=option.name, default=None, help=described)
 
     check = commands.add_parser("check", help="lint chat-completions request bodies")
     check.add_argument("file", nargs="?", default="-", help="a request body, a message list, or JSON Lines; - for stdin")

@@ -6,7 +6,7 @@ one-line ``ConfigError`` that says what is wrong and how to fix it.
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,12 +25,27 @@ class ConfigError(Exception):
     """A setting that cannot work; the message names it and says how to fix it."""
 
 
+def flag(raw: object) -> bool:
+    """A yes/no setting: ``true``/``false`` (also 1/0, yes/no, on/off) from a flag or the environment."""
+    if type(raw) is bool:
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+KIND_NAMES = {str: "text", int: "whole number", float: "number", flag: "yes/no value (true or false)"}
+
+
 @dataclass(frozen=True)
 class Option:
     name: str  # the flag without dashes, with underscores: the Settings field
     default: Any
     help: str
-    kind: type = str
+    kind: Callable[[Any], Any] = str
 
     @property
     def flag(self) -> str:
@@ -58,6 +73,10 @@ SERVE_OPTIONS = (
     Option("max_header_bytes", 64 * 1024, "largest request header block accepted", int),
     Option("client_timeout", 60.0, "seconds a client may take to send its request body", float),
     Option("max_upstream_connections", 512, "concurrent requests to each upstream; more wait, then get 503", int),
+    Option("head_timeout", 10.0, "seconds a client may take to send its request line and headers", float),
+    Option("max_connections", 1000, "open client connections at most (at the limit, the one longest waiting for its head is closed)", int),
+    Option("max_capture_bytes", 16 * 1024 * 1024, "bytes of one upstream answer read for remembering calls; beyond, it is relayed unremembered", int),
+    Option("require_client_key", False, "refuse requests that carry no credential at all (401)", flag),
     Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
     Option("log_format", "text", f"log format: {', '.join(LOG_FORMATS)}"),
     Option("config", None, "TOML file of routes to more upstreams (path prefix or model pattern)"),
@@ -81,6 +100,10 @@ class Settings:
     max_header_bytes: int = 64 * 1024
     client_timeout: float = 60.0
     max_upstream_connections: int = 512
+    head_timeout: float = 10.0
+    max_connections: int = 1000
+    max_capture_bytes: int = 16 * 1024 * 1024
+    require_client_key: bool = False
     log_level: str = "info"
     log_format: str = "text"
     config: str | None = None
@@ -106,7 +129,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> S
         try:
             values[option.name] = option.kind(raw)
         except ValueError:
-            raise ConfigError(f"{source}={raw!r} is not a valid {option.kind.__name__}: {option.help}") from None
+            raise ConfigError(f"{source}={raw!r} is not a valid {KIND_NAMES.get(option.kind, 'value')}: {option.help}") from None
     values.setdefault("memory", default_memory_url(environ))
     if values.get("config"):
         try:
@@ -148,6 +171,12 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--max-header-bytes {s.max_header_bytes} is too small; use at least 1024")
     if not (math.isfinite(s.client_timeout) and s.client_timeout > 0):
         raise ConfigError(f"--client-timeout {s.client_timeout} must be > 0 seconds")
+    if not (math.isfinite(s.head_timeout) and s.head_timeout > 0):
+        raise ConfigError(f"--head-timeout {s.head_timeout} must be > 0 seconds")
+    if s.max_connections < 16:
+        raise ConfigError(f"--max-connections {s.max_connections} is too small; use at least 16")
+    if s.max_capture_bytes < 64 * 1024:
+        raise ConfigError(f"--max-capture-bytes {s.max_capture_bytes} is too small; use at least 65536")
     if s.log_format not in LOG_FORMATS:
         raise ConfigError(f"--log-format {s.log_format!r} is unknown; choose one of: {', '.join(LOG_FORMATS)}")
     if s.log_level not in LOG_LEVELS:
