@@ -138,5 +138,10 @@ class Upstream:
                                      "upstream (--max-upstream-connections); retry shortly.", "upstream_busy") from None
 
 
+#: Set by the server that answers the client (uvicorn adds its own Date); as nginx does, the upstream's is not
+#: passed on, so that an answer carries exactly one.
+SERVER_SET = frozenset((b"date",))
+
+
 def response_headers(upstream: httpx.Response) -> RawHeaders:
-    return without_hop_by_hop(upstream.headers.raw)
+    return without_hop_by_hop(upstream.headers.raw, SERVER_SET)

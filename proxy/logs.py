@@ -5,6 +5,7 @@ prefix, the profile. Never message content, never credentials: the line is built
 """
 
 import logging
+import re
 import time
 
 import orjson
@@ -39,6 +40,12 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line).decode()
 
 
+#: A text-log value made only of these is written as it is; anything else (a space, a quote, a line break,
+#: any control or non-ASCII character) is written as a JSON string, so no client-supplied value (a path,
+#: say) can end a line or fake a ``key=value`` field.
+PLAIN_VALUE = re.compile(r"[A-Za-z0-9_.,:/=+%~@-]+")
+
+
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -47,8 +54,13 @@ class TextFormatter(logging.Formatter):
         text = super().format(record)
         request = getattr(record, "request", None)
         if request is not None:
-            text += " " + " ".join(f"{key}={value}" for key, value in request.items())
+            text += " " + " ".join(f"{key}={text_value(value)}" for key, value in request.items())
         return text
+
+
+def text_value(value: object) -> str:
+    text = str(value)
+    return text if PLAIN_VALUE.fullmatch(text) else orjson.dumps(text).decode()
 
 
 def configure(level: str, log_format: str) -> None:

@@ -6,6 +6,7 @@ has ended, so a request is logged exactly once whatever path it took.
 """
 
 import logging
+import re
 import time
 import uuid
 from typing import Any
@@ -21,7 +22,9 @@ REQUEST_ID = b"x-request-id"
 # Returned under its own name: upstreams (OpenAI among them) answer with their own x-request-id, which
 # passes through unchanged.
 ECHOED_ID = b"x-toolmend-request-id"
-MAX_REQUEST_ID = 128
+#: A client's request id is echoed and logged only when it is a plain token of this shape (UUIDs, ``req_...``,
+#: trace ids); anything else is replaced by a fresh id rather than trusted.
+REQUEST_ID_SHAPE = re.compile(rb"[A-Za-z0-9_.:/+=@-]{1,128}")
 QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted, logged at debug only
 
 
@@ -35,9 +38,9 @@ def route_of(path: str) -> str:
 
 
 def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
-    """The client's ``x-request-id`` when it is a sane token, else a fresh one."""
+    """The client's ``x-request-id`` when it is a plain token, else a fresh one."""
     for name, value in headers:
-        if name.lower() == REQUEST_ID and 0 < len(value) <= MAX_REQUEST_ID and value.isascii() and value.decode().isprintable():
+        if name.lower() == REQUEST_ID and REQUEST_ID_SHAPE.fullmatch(value):
             return value.decode()
     return uuid.uuid4().hex
 
