@@ -16,7 +16,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 WORKDIR /src
 RUN python -m venv /opt/toolmend
 # Dependencies first, read from pyproject.toml, so a code-only change reuses this layer: the core ones
-# and those of the extras named in TOOLMEND_EXTRAS ("fast": uvloop, httptools, hiredis).
+# and those of the extras named in TOOLMEND_EXTRAS ("fast": uvloop, hiredis; httptools is a core dependency).
 ARG TOOLMEND_EXTRAS="fast"
 COPY pyproject.toml ./
 RUN python -c "import os, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
