@@ -141,7 +141,13 @@ class Upstream:
 #: Set by the server that answers the client (uvicorn adds its own Date); as nginx does, the upstream's is not
 #: passed on, so that an answer carries exactly one.
 SERVER_SET = frozenset((b"date",))
+#: Answers that end with their head (RFC 9110 6.4.1). A Content-Length on one (a 304 may carry its
+#: representation's, a sloppy server puts one on a 204) would make uvicorn wait for body bytes that never come:
+#: it raises and drops the client's keep-alive connection. The client needs none to read these answers.
+BODILESS_STATUSES = frozenset((204, 304))
+BODILESS_SKIP = SERVER_SET | {b"content-length"}
 
 
 def response_headers(upstream: httpx.Response) -> RawHeaders:
-    return without_hop_by_hop(upstream.headers.raw, SERVER_SET)
+    skip = BODILESS_SKIP if upstream.status_code in BODILESS_STATUSES else SERVER_SET
+    return without_hop_by_hop(upstream.headers.raw, skip)

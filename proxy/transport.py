@@ -5,7 +5,9 @@ most of a proxy's CPU in connection-pool bookkeeping that walks every pooled con
 (encode/httpx#3215; measured in bench-notes.md). This transport keeps idle keep-alive connections per
 origin on a stack (last used, first reused: warm connections stay warm), writes each request with one
 call, and parses responses with httptools, the parser uvicorn uses. Bodies stream both ways with flow
-control; nothing is buffered beyond what the reader has not consumed yet.
+control; nothing is buffered beyond what the reader has not consumed yet. An upstream out of step (bytes when
+no request is out, a 101 nobody asked for, interim answers without end) fails at once and its connection is
+retired, never reused.
 
 Failures map onto httpx's exceptions (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError...)
 so callers handle them as they would with httpx's own transport.
@@ -15,7 +17,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NoReturn
 
 import httptools
 import httpx
@@ -24,6 +26,14 @@ Origin = tuple[str, str, int]
 
 #: Pause reading from the upstream when this much body is waiting for the client.
 READ_HIGH_WATER = 1024 * 1024
+#: Interim (1xx) answers accepted before the final one. A real server sends one 100 Continue, a few 103 Early
+#: Hints, or a 102 Processing now and then during a long job; one that keeps sending them will never answer,
+#: and without a cap it would hold the request until the read timeout.
+MAX_INTERIM = 100
+
+
+class _Refused(Exception):
+    """Raised in a parser callback to stop httptools mid-buffer; the reason is already on the connection."""
 
 
 class _Connection(asyncio.Protocol):
@@ -47,6 +57,7 @@ class _Connection(asyncio.Protocol):
         self.head_done = False
         self.complete = False
         self.received_any = False
+        self.interim = 0
         self.chunks: deque[bytes] = deque()
         self.buffered = 0
         self.paused = False
@@ -60,7 +71,7 @@ class _Connection(asyncio.Protocol):
         self.received_any = True
         try:
             self.parser.feed_data(data)
-        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:  # _Refused comes wrapped in one
             self._fail(httpx.RemoteProtocolError(f"invalid HTTP response from the upstream: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -82,6 +93,13 @@ class _Connection(asyncio.Protocol):
         self._drain = None
 
     # httptools callbacks
+    def on_message_begin(self) -> None:
+        if self.complete:
+            # An answer nobody asked for: after this exchange's (even in the same packet) or while the
+            # connection sat in the pool. Parsed, it would pass for the next request's answer, or swallow it
+            # as its body; the connection is out of step with the upstream and cannot be used again.
+            self._refuse("the upstream sent an answer to no request")
+
     def on_status(self, status: bytes) -> None:
         self.reason += status
 
@@ -90,7 +108,14 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
+        if self.status == 101:
+            # The proxy never asks for an upgrade (Upgrade is hop-by-hop and dropped), so there is no protocol
+            # to switch to; httptools would stop at it either way.
+            self._refuse("the upstream answered 101 Switching Protocols to a request that asked for no upgrade")
         if 100 <= self.status < 200:
+            self.interim += 1
+            if self.interim > MAX_INTERIM:
+                self._refuse(f"the upstream sent more than {MAX_INTERIM} interim (1xx) answers and no final one")
             return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
         self.head_done = True
         self._wake()
@@ -118,9 +143,13 @@ class _Connection(asyncio.Protocol):
         return b"content-length" not in names and b"transfer-encoding" not in names
 
     def _fail(self, exc: Exception) -> None:
-        self.error = exc
+        self.error = self.error or exc  # the first failure is the one worth reporting
         self.close()
         self._wake()
+
+    def _refuse(self, reason: str) -> NoReturn:
+        self._fail(httpx.RemoteProtocolError(reason))
+        raise _Refused(reason)
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():

@@ -16,6 +16,7 @@ from proxy.transport import READ_HIGH_WATER, FastTransport
 from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok, respond
 
 T = 2.0  # default per-phase timeout handed to the transport
+GUARD = 30.0
 
 
 def timeouts(read: float = T, connect: float = T, write: float = T) -> dict:
@@ -669,3 +670,91 @@ async def test_https_upstream_is_verified_and_kept_alive(certificate: tuple[str,
     finally:
         await trusting.aclose()
         server.close()
+
+
+# --- unsolicited bytes and final interim answers -------------------------------------------------------
+
+
+@pytest.mark.parametrize("stray", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n",  # a head whose body would swallow the next answer
+    b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n",  # a whole answer, the socket left open
+    b"HTTP/1.1 2",  # half a status line
+])
+async def test_unsolicited_bytes_retire_an_idle_connection(transport: FastTransport, stray: bytes) -> None:
+    pooled = asyncio.Event()
+
+    async def handler(conn: ServerConn) -> None:
+        while (r := await conn.read_request()) is not None:
+            await conn.send(ok(b"answer %d" % len(conn.requests)))
+            if conn.index == 0:
+                await pooled.wait()
+                await conn.send(stray)
+
+    async with asyncio.timeout(GUARD), RawServer(handler) as server:
+        await fetch(transport, "GET", server.url())
+        (connection,) = idle(transport, server)
+        pooled.set()
+        await eventually(lambda: connection.closed)  # retired as the stray bytes arrive, not when next used
+        response, body = await fetch(transport, "GET", server.url())
+        assert (response.status_code, body) == (200, b"answer 1")
+        assert server.accepts == 2 and server.requests[-1].conn_index == 1
+
+
+async def test_bytes_after_the_answer_in_the_same_write_are_not_taken_for_it(transport: FastTransport) -> None:
+    stray = b"HTTP/1.1 500 Smuggled\r\nX-Stray: 1\r\nContent-Length: 0\r\n\r\n"
+    async with asyncio.timeout(GUARD), RawServer(respond(lambda r: ok(b"first") + stray)) as server:
+        response, body = await fetch(transport, "GET", server.url())
+        assert (response.status_code, response.extensions["reason_phrase"], body) == (200, b"OK", b"first")
+        assert response.headers.raw == [(b"Content-Length", b"5")]
+        await fetch(transport, "GET", server.url())
+        assert server.accepts == 2  # the connection that carried the stray answer was not reused
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+])
+async def test_switching_protocols_unasked_is_refused(transport: FastTransport, answer: bytes) -> None:
+    async def handler(conn: ServerConn) -> None:
+        await conn.read_request()
+        await conn.send(answer)
+        await conn.wait_eof()
+
+    async with asyncio.timeout(GUARD), RawServer(handler) as server:
+        with pytest.raises(httpx.RemoteProtocolError, match="101"):
+            await transport.handle_async_request(request("GET", server.url()))
+        await eventually(lambda: server.conns[0].ended.is_set())  # the client closed it
+        assert idle(transport, server) == []
+
+
+async def test_interim_answer_then_close_is_an_error(transport: FastTransport) -> None:
+    async def handler(conn: ServerConn) -> None:
+        await conn.read_request()
+        await conn.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+        conn.close()
+
+    async with asyncio.timeout(GUARD), RawServer(handler) as server:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await transport.handle_async_request(request("GET", server.url()))
+
+
+async def test_endless_interim_answers_are_cut_off(transport: FastTransport) -> None:
+    async def handler(conn: ServerConn) -> None:
+        await conn.read_request()
+        while True:  # until the client hangs up (send raises)
+            await conn.send(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+
+    async with asyncio.timeout(GUARD), RawServer(handler) as server:
+        with pytest.raises(httpx.RemoteProtocolError, match="interim"):
+            await transport.handle_async_request(request("GET", server.url()))
+        await eventually(lambda: server.conns[0].ended.is_set())
+        assert idle(transport, server) == []
+
+
+async def test_a_few_interim_answers_before_the_final_one_are_fine(transport: FastTransport) -> None:
+    interim = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+    async with asyncio.timeout(GUARD), RawServer(respond(lambda r: interim * 10 + ok(b"final"))) as server:
+        for _ in range(2):
+            response, body = await fetch(transport, "GET", server.url())
+            assert (response.status_code, response.headers.raw, body) == (200, [(b"Content-Length", b"5")], b"final")
+        assert server.accepts == 1
