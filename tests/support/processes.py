@@ -5,6 +5,7 @@ Everything binds to loopback on a free port, every wait is bounded, and stopping
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -200,3 +202,19 @@ def process_of_local_port(port: int, pids: list[int]) -> int | None:
             except OSError:
                 continue
     return None
+
+
+#: Seconds a test waits for something that should happen at once before it calls it hung. Generous, so
+#: that a loaded machine never fails a test by chance: only a broken behaviour ever waits it out.
+HANG_GUARD = 30.0
+
+
+async def eventually(condition: Callable[[], object], what: str, timeout: float = HANG_GUARD) -> object:
+    """``wait_until`` for async tests: polls without blocking the event loop the awaited work runs in."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (result := condition()):
+        if loop.time() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout} s")
+        await asyncio.sleep(0.01)
+    return result
