@@ -12,6 +12,7 @@ from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.inprocess import InProcessStore
 from proxy.turns import make_turn
+from tests.support.processes import eventually
 from tests.support.proxy_fixtures import (
     AUTH,
     UPSTREAM,
@@ -37,13 +38,13 @@ class FlakyStore(InProcessStore):
     def __init__(self) -> None:
         super().__init__(ttl_seconds=60, max_entries=100)
         self.broken = False
-        self.slow = 0.0
+        self.hanging = False  # never answers: slower than any timeout
         self.calls: list[str] = []
 
     async def _maybe_fail(self, operation: str) -> None:
         self.calls.append(operation)
-        if self.slow:
-            await asyncio.sleep(self.slow)
+        if self.hanging:
+            await asyncio.get_running_loop().create_future()
         if self.broken:
             raise ConnectionError("Connection refused")
 
@@ -60,30 +61,50 @@ class FlakyStore(InProcessStore):
         return True
 
 
-def guard(store: FlakyStore, **kwargs) -> GuardedStore:
-    return GuardedStore(store, backoff=Backoff(initial=0.05, maximum=0.2, jitter=0), **kwargs)
+class SteppedBackoff(Backoff):
+    """A backoff whose clock is the test: each wait notes its delay and ends only when the test says the
+    delay has passed, so probes are counted per delay waited out rather than per second of real time."""
+
+    def __init__(self) -> None:
+        super().__init__(initial=0.05, maximum=0.2, jitter=0)
+        self.delays: list[float] = []
+        self._passed = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.delays.append(self.next_delay())
+        await self._passed.wait()
+        self._passed.clear()
+
+    def elapse(self) -> None:
+        """The delay being waited out has passed."""
+        self._passed.set()
 
 
 async def test_a_failing_store_is_skipped_then_probed_with_backoff_until_it_is_back(caplog) -> None:
-    store = FlakyStore()
-    memory = guard(store)
+    store, backoff = FlakyStore(), SteppedBackoff()
+    memory = GuardedStore(store, backoff=backoff)
     await memory.remember("t", [make_turn([call("call_1")])])
     store.broken = True
     with caplog.at_level(logging.INFO, logger="toolmend"):
         assert await memory.recall("t", ["call_1"]) == {}
         assert not memory.available and memory.failures == 1
+        await eventually(lambda: backoff.delays, "the probe waiting out its first delay")
         for _ in range(20):  # requests while it is down never reach it
             assert await memory.recall("t", ["call_1"]) == {}
         assert memory.skipped == 20 and store.calls.count("recall") == 1
         assert not await memory.ready()
         await memory.remember("t", [make_turn([call("call_2")])])  # swallowed, counted
         assert memory.failures == 2
-        await asyncio.sleep(0.4)
-        probes = store.calls.count("ready")
-        assert 2 <= probes <= 4  # 0.05, 0.1, 0.2, 0.2 s apart: not on every request, not in a tight loop
+        assert store.calls.count("ready") == 0  # no probe before its delay: not on requests, not in a tight loop
+        for probes in (1, 2, 3):
+            backoff.elapse()
+            await eventually(lambda: len(backoff.delays) == probes + 1, "the next probe, then its delay")
+            assert store.calls.count("ready") == probes  # one probe per delay
+        assert backoff.delays == [0.05, 0.1, 0.2, 0.2]  # doubling up to the cap
         store.broken = False
-        await asyncio.sleep(0.3)
-        assert memory.available and await memory.ready()
+        backoff.elapse()
+        await eventually(lambda: memory.available, "the probe finding the store back")
+        assert store.calls.count("ready") == 4 and await memory.ready()
         assert list(await memory.recall("t", ["call_1"])) == ["call_1"]
     unavailable = [r for r in caplog.records if "memory store unavailable" in r.getMessage()]
     assert len(unavailable) == 1 and "backend=flaky" in unavailable[0].getMessage()
@@ -94,8 +115,8 @@ async def test_a_failing_store_is_skipped_then_probed_with_backoff_until_it_is_b
 
 async def test_a_slow_recall_counts_as_a_failure() -> None:
     store = FlakyStore()
-    memory = guard(store, recall_timeout=0.05)
-    store.slow = 1.0
+    memory = GuardedStore(store, recall_timeout=0.05)
+    store.hanging = True
     assert await memory.recall("t", ["call_1"]) == {}
     assert not memory.available
     await memory.close()  # also stops the probe

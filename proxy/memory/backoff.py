@@ -1,5 +1,6 @@
 """Exponential backoff between attempts to reach a store that failed: never hammer a dead server."""
 
+import asyncio
 import random
 
 
@@ -17,6 +18,10 @@ class Backoff:
         delay = self._next
         self._next = min(self._next * 2, self.maximum)
         return delay * (1 + random.uniform(-self.jitter, self.jitter))
+
+    async def wait(self) -> None:
+        """Sleep the next delay. Waiting here rather than on a bare ``sleep`` lets a test step the schedule."""
+        await asyncio.sleep(self.next_delay())
 
     def reset(self) -> None:
         self._next = self.initial

@@ -93,7 +93,7 @@ class GuardedStore:
 
     async def _probe_until_back(self) -> None:
         while True:
-            await asyncio.sleep(self._backoff.next_delay())
+            await self._backoff.wait()
             try:
                 async with asyncio.timeout(self.recall_timeout):
                     if await self.store.ready():
