@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from proxy.access import Access
 from proxy.chat import chat_completions
 from proxy.config import Settings
 from proxy.errors import error_response
@@ -22,7 +23,8 @@ from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
 from proxy.repair import Policy, detect_profile, get_profile
-from proxy.state import ProxyState, UpstreamRoute
+from proxy.router import Router, UpstreamRoute
+from proxy.state import ProxyState
 from proxy.transport import FastTransport
 
 log = logging.getLogger("toolmend")
@@ -46,14 +48,16 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             how = "detected from the upstream host" if profile == "auto" else "configured"
             where = f"prefix {prefix}" if prefix else f"model {model}" if model else "default route"
             log.info("%s: forwarding to %s (profile %s, %s)", where, upstream, chosen.name, how)
-            forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections)
+            forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections,
+                               client_keys=settings.api_keys)
             return UpstreamRoute(forward, chosen, prefix, model)
 
         memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries))
         app.state.proxy = ProxyState(
             settings=settings,
-            default=route(settings.upstream, settings.profile, settings.upstream_api_key),
-            routes=tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes),
+            router=Router(route(settings.upstream, settings.profile, settings.upstream_api_key),
+                          tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes)),
+            access=Access(settings.api_keys, settings.require_client_key),
             store=memory,
             policy=Policy(orphans=settings.orphan_policy),
             metrics=metrics,

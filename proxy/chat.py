@@ -14,6 +14,7 @@ import orjson
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from proxy.access import Denied
 from proxy.config import Settings
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import error_response
@@ -23,7 +24,8 @@ from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
 from proxy.repair import Finding, Profile, needs_repair, recall_ids, repair
 from proxy.repair.engine import TOO_DEEP
-from proxy.state import ProxyState, UpstreamRoute
+from proxy.router import InvalidPath, UpstreamRoute
+from proxy.state import ProxyState
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
@@ -53,19 +55,22 @@ class Refused(Exception):
 async def chat_completions(request: Request) -> Response | StreamRelay:
     state: ProxyState = request.app.state.proxy
     line = line_of(request.scope)
-    route, path = state.route_for_path(request.scope["raw_path"])
+    headers, query = request.headers.raw, request.scope["query_string"]
     try:
-        if (denied := state.authorize(request.headers.raw, route)) is not None:
-            raise Refused(denied)
+        route, path = state.router.by_target(request.scope["raw_path"], query)
+        # Refused before the body is read when no route the model could pick would admit this client.
+        state.access.check(headers, query, state.router.reachable(route))
         body, parsed = await _read_request(request, state.settings)
-        if route is state.default and state.routes:
-            route = state.route_for_model(parsed.get("model"))
-        tenant = state.tenant(request.headers.raw, route)
+        route = state.router.by_model(route, parsed.get("model"))
+        state.access.check(headers, query, (route,))
+        tenant = route.tenant(headers, query)
         line.tenant, line.profile = tenant[:8], route.profile.name
         outgoing, extra_headers = await _repair_request(state, route.profile, tenant, body, parsed, line)
         answer = await _forward(request, state, route, path, outgoing, line)
     except Refused as refused:
         return refused.response
+    except (InvalidPath, Denied) as refusal:
+        return refusal.response()
     if not state.store.available:
         extra_headers.append(MEMORY_HEADER)
         line.memory = "unavailable"

@@ -8,10 +8,12 @@ upstream cookies into another tenant's requests).
 
 import asyncio
 from collections.abc import AsyncIterator, Iterable
+from urllib.parse import unquote_to_bytes
 
 import httpx
 from starlette.responses import Response
 
+from proxy import credentials
 from proxy.errors import error_response
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
@@ -22,7 +24,6 @@ HOP_BY_HOP = frozenset(
 # Set again for the body actually sent. Expect: the proxy already holds the body, and an interim
 # 100 Continue from the upstream would only cost a round trip.
 RECOMPUTED = frozenset((b"host", b"content-length", b"expect"))
-CREDENTIALS = frozenset((b"authorization", b"api-key", b"x-api-key"))
 
 RawHeaders = list[tuple[bytes, bytes]]
 
@@ -78,33 +79,50 @@ class Upstream:
     SLOT_WAIT_SECONDS = 10.0
 
     def __init__(self, base_url: str, transport: httpx.AsyncBaseTransport, timeout: float, api_key: str | None = None,
-                 max_connections: int = 512) -> None:
+                 max_connections: int = 512, client_keys: Iterable[str] = ()) -> None:
         self.base_url = base_url.rstrip("/")
         self.transport = transport
         self.api_key = api_key
         self.max_connections = max_connections
+        # Only these parts of the configured URL reach the wire: a client's path cannot change the scheme,
+        # host or port, and is always appended below the base path (``https://api.deepseek.com`` has none).
+        base = httpx.URL(base_url)
+        self._origin = {"scheme": base.scheme, "host": base.host, "port": base.port}
+        self._base_path = base.raw_path.partition(b"?")[0].rstrip(b"/")
+        # The proxy's own client keys (TOOLMEND_API_KEYS): credentials for toolmend, never for an upstream.
+        self._client_keys = frozenset(key.encode() for key in client_keys)
         self._slots = asyncio.Semaphore(max_connections)
         self._timeouts = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
         self._urls: dict[tuple[bytes, bytes], httpx.URL] = {}
 
-    def url(self, raw_path: bytes, query: bytes) -> httpx.URL:
-        """The upstream URL for an incoming ``/v1/...`` path (as sent, still percent-encoded): the base
-        already ends with the version."""
-        key = (raw_path, query)
+    def url(self, path: bytes, query: bytes) -> httpx.URL:
+        """The upstream URL for ``path`` below ``/v1`` as the Router accepted it (still percent-encoded):
+        the base URL already ends with the version. Built from parts, never by joining text."""
+        key = (path, query)
         url = self._urls.get(key)
         if url is None:
-            suffix = raw_path[3:] if raw_path.startswith(b"/v1") else raw_path
-            url = httpx.URL(self.base_url + suffix.decode("latin-1") + ("?" + query.decode("latin-1") if query else ""))
+            query = credentials.without_params(query, self._not_forwarded)
+            url = httpx.URL(**self._origin, raw_path=self._base_path + path + (b"?" + query if query else b""))
             if len(self._urls) < 1024:  # the chat path and a few others repeat; arbitrary paths do not
                 self._urls[key] = url
         return url
 
     def request_headers(self, incoming: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes] = frozenset()) -> RawHeaders:
+        """The client's headers for the upstream. A route with the operator's key sends that key and none of
+        the client's credentials; any other route sends the client's own, but never one of toolmend's keys."""
         headers = without_hop_by_hop(incoming, RECOMPUTED | drop)
         if self.api_key is not None:
-            headers = [(name, value) for name, value in headers if name.lower() not in CREDENTIALS]
+            headers = [(name, value) for name, value in headers if name.lower() not in credentials.HEADERS]
             headers.append((b"authorization", b"Bearer " + self.api_key.encode()))
+        elif self._client_keys:
+            headers = [(name, value) for name, value in headers
+                       if not (name.lower() in credentials.HEADERS and self._not_forwarded(credentials.token(value)))]
         return headers
+
+    def _not_forwarded(self, key: bytes) -> bool:
+        """Whether a client's credential stays behind: all of them where the operator's key goes instead,
+        else a toolmend key, as sent or percent-decoded (a server may decode either)."""
+        return self.api_key is not None or any(credentials.is_one_of(form, self._client_keys) for form in (key, unquote_to_bytes(key)))
 
     async def send(self, method: str, url: httpx.URL, headers: RawHeaders,
                    content: bytes | AsyncIterator[bytes] | None, length: int | None = None) -> httpx.Response:

@@ -5,18 +5,22 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.access import Denied
 from proxy.forward import UpstreamError
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, stream_through
+from proxy.router import InvalidPath
 from proxy.state import ProxyState
 
 
 async def pass_through(request: Request) -> Response | StreamRelay:
     state: ProxyState = request.app.state.proxy
-    route, path = state.route_for_path(request.scope["raw_path"])
-    denied = state.authorize(request.headers.raw, route)
-    if denied is not None:
-        return denied
+    query = request.scope["query_string"]
+    try:
+        route, path = state.router.by_target(request.scope["raw_path"], query)
+        state.access.check(request.headers.raw, query, (route,))
+    except (InvalidPath, Denied) as refusal:
+        return refusal.response()
     declared = request.headers.get("content-length")
     length = int(declared) if declared is not None and declared.isdigit() else None
     has_body = length is not None or "transfer-encoding" in request.headers
@@ -25,7 +29,7 @@ async def pass_through(request: Request) -> Response | StreamRelay:
     try:
         answer = await upstream.send(
             request.method,
-            upstream.url(path, request.scope["query_string"]),
+            upstream.url(path, query),
             upstream.request_headers(request.headers.raw),
             request.stream() if has_body else None,
             length,

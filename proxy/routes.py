@@ -14,8 +14,8 @@ the default route::
     upstream = "https://api.deepseek.com/v1"
     profile = "deepseek"                      # optional: else picked from the upstream's host
 
-A prefix route wins over a model route; the first matching model route wins; otherwise the default.
-Keys never live in the file, only the names of the variables that hold them.
+A prefix route wins over a model route; the first matching model route wins; otherwise the default
+(``proxy/router.py`` decides). Keys never live in the file, only the names of the variables that hold them.
 """
 
 import os
@@ -69,6 +69,8 @@ def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) ->
     parts = urlsplit(upstream) if type(upstream) is str else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise RouteError(f"{where}: 'upstream' must be an http(s) URL such as https://api.mistral.ai/v1")
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        raise RouteError(f"{where}: 'upstream' must not carry a query, fragment or user name; keys go in api_key_env")
     prefix, model = entry.get("prefix"), entry.get("model")
     if (prefix is None) == (model is None):
         raise RouteError(f"{where}: give exactly one of 'prefix' (a path such as \"/mistral\") or 'model' (a pattern such as \"mistral-*\")")

@@ -221,3 +221,24 @@ async def test_routing_errors_are_openai_shaped(upstream, method, path, status, 
     assert response.status_code == status
     assert error_of(response)["code"] == code
     assert not route.called
+
+
+async def test_headers_named_in_connection_are_dropped_whatever_their_case(upstream):
+    route = upstream.get("/models").mock(return_value=httpx.Response(
+        200, headers=[("Connection", "X-Upstream-Hop"), ("x-upstream-hop", "1"), ("x-kept", "1")]))
+    async with running_proxy() as proxy:
+        response = await proxy.client.get("/v1/models", headers={**AUTH, "Connection": "X-Foo, Keep-Alive", "x-foo": "secret",
+                                                                 "x-bar": "kept"})
+    sent = route.calls.last.request.headers
+    assert "x-foo" not in sent and sent["x-bar"] == "kept"
+    assert "x-upstream-hop" not in response.headers and response.headers["x-kept"] == "1"
+
+
+async def test_proxy_authenticate_from_the_upstream_is_not_relayed(upstream):
+    # It challenges for credentials to a proxy between toolmend and the upstream: meaningless to the client.
+    upstream.get("/models").mock(return_value=httpx.Response(
+        407, headers={"proxy-authenticate": 'Basic realm="corp"', "x-kept": "1"}))
+    async with running_proxy() as proxy:
+        response = await proxy.client.get("/v1/models", headers=AUTH)
+    assert response.status_code == 407
+    assert "proxy-authenticate" not in response.headers and response.headers["x-kept"] == "1"

@@ -67,6 +67,8 @@ async def test_prefix_model_and_default_routes(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("[[route]]\nupstream = 'ftp://x'\nprefix = '/a'", "must be an http(s) URL"),
+        ("[[route]]\nupstream = 'http://u:sk-secret@x/v1'\nmodel = 'm'", "must not carry a query, fragment or user name"),
+        ("[[route]]\nupstream = 'http://x/v1?key=k'\nmodel = 'm'", "must not carry a query, fragment or user name"),
         ("[[route]]\nupstream = 'http://x/v1'", "exactly one of 'prefix'"),
         ("[[route]]\nupstream = 'http://x/v1'\nprefix = 'a'", "'prefix' must be a path"),
         ("[[route]]\nupstream = 'http://x/v1'\nmodel = 'm'\nprofile = 'bogus'", "unknown profile 'bogus'"),
@@ -94,12 +96,39 @@ def test_routes_parse(tmp_path: Path) -> None:
 async def test_tenants_are_scoped_per_upstream(tmp_path: Path) -> None:
     settings = settings_with_routes(tmp_path)
     async with running_proxy(settings) as proxy:
-        state = proxy.state
-        default_tenant = state.tenant([(b"authorization", b"Bearer k")], state.default)
-        routed_tenant = state.tenant([(b"authorization", b"Bearer k")], state.routes[1])
+        router = proxy.state.router
+        default_tenant = router.default.tenant([(b"authorization", b"Bearer k")], b"")
+        routed_tenant = router.routes[1].tenant([(b"authorization", b"Bearer k")], b"")
     assert default_tenant != routed_tenant
 
 
 def test_settings_reject_unknown_profile_in_flags() -> None:
     with pytest.raises(ConfigError):
         make_settings(profile="nope")
+
+
+async def test_a_prefix_matches_only_up_to_a_slash(tmp_path: Path) -> None:
+    text = "[[route]]\nprefix = '/mistral'\nupstream = 'http://mistral.test/v1'\n\n[[route]]\nprefix = '/mistralx'\nupstream = 'http://mistralx.test/v1'\n"
+    settings = load({"upstream": "http://default.test/v1", "config": routes_file(tmp_path, text), "memory": "memory://"}, {})
+    with respx.mock(assert_all_called=False) as mock:
+        short = mock.get(url__startswith="http://mistral.test/").respond(json={"data": []})
+        longer = mock.get("http://mistralx.test/v1/models").respond(json={"data": []})
+        async with running_proxy(settings) as proxy:
+            response = await proxy.client.get("/mistralx/v1/models", headers=AUTH)
+            router = proxy.state.router
+            assert router.by_target(b"/mistral/v1/models", b"")[0] is router.routes[0]
+            assert router.by_target(b"/mistralx/v1/models", b"") == (router.routes[1], b"/models")
+    assert response.status_code == 200
+    assert longer.called and not short.called
+
+
+async def test_an_encoded_prefix_or_version_is_refused_not_guessed(tmp_path: Path) -> None:
+    # Starlette routes on the decoded path; toolmend on the raw one. Where they would disagree, it refuses.
+    settings = settings_with_routes(tmp_path)
+    with respx.mock(assert_all_called=False) as mock:
+        upstream = mock.route().respond(json={"data": []})
+        async with running_proxy(settings) as proxy:
+            answers = [await proxy.client.get(path, headers={"authorization": "Bearer client-key"})
+                       for path in ("/mistral%2Fv1/models", "/mistral/v1%2Fmodels", "/v1%2Fmodels/x")]
+    assert [(a.status_code, a.json()["error"]["code"]) for a in answers] == [(400, "invalid_path")] * 3
+    assert not upstream.called

@@ -1,5 +1,7 @@
 """Tenants: a hash of the presented credential plus the upstream URL; the credential itself is never kept."""
 
+import hashlib
+
 from proxy.tenant import credential, tenant_id
 
 UP = "https://api.openai.com/v1"
@@ -43,3 +45,32 @@ def test_every_credential_header_counts_and_they_cannot_be_confused():
 def test_no_credential_is_one_shared_anonymous_tenant_per_upstream():
     assert tenant([]) == tenant([(b"accept", b"*/*")])
     assert tenant([]) != tenant([], "http://other/v1")
+
+
+# --- literal values: the formula is a stored format (tenants key the memory), so a change must be noticed --
+
+
+def test_tenant_values_are_the_documented_formula_literally():
+    # sha256(b"Bearer sk-a" 0x1F 0x1F 0x1E upstream), first 32 hex digits; computed once, by hand, and frozen.
+    assert hashlib.sha256(b"Bearer sk-a\x1f\x1f\x1ehttps://api.openai.com/v1").hexdigest()[:32] == "f645869efaa9fc84418fd12b1d7a058b"
+    assert tenant([(b"Authorization", b"Bearer sk-a")]) == "f645869efaa9fc84418fd12b1d7a058b"
+    assert tenant([]) == "9b08f3f3802dfb346ab0a33a423a671d"  # the shared anonymous tenant of this upstream
+    assert tenant([(b"api-key", b"k"), (b"x-api-key", b"k2")]) == "fbe7427d8221f289a69f328a568a0287"
+
+
+def test_gemini_carriers_are_appended_fields_and_literal():
+    assert credential([(b"x-goog-api-key", b"g-key")]) == b"\x1f\x1f\x1fg-key"
+    assert credential([], b"alt=sse&key=q-key") == b"\x1f\x1f\x1f\x1fq-key"
+    assert credential([(b"authorization", b"Bearer a")], b"key=q1&k%65y=q2") == b"Bearer a\x1f\x1f\x1f\x1fq1&q2"
+    assert tenant_id(credential([(b"x-goog-api-key", b"g-key")]), UP) == "8a59928bf8e868c45ea67bd5483aaae8"
+    assert tenant_id(credential([], b"key=q-key"), UP) == "6059005fbd4ecbc0e4c3933ebd226ab9"
+
+
+def test_every_carrier_scopes_the_tenant():
+    anonymous = tenant([])
+    carriers = [tenant([(b"authorization", b"k")]), tenant([(b"api-key", b"k")]), tenant([(b"x-api-key", b"k")]),
+                tenant([(b"x-goog-api-key", b"k")]), tenant_id(credential([], b"key=k"), UP)]
+    assert len({anonymous, *carriers}) == 6
+    assert tenant_id(credential([], b"key=a"), UP) != tenant_id(credential([], b"key=b"), UP)
+    # Other query parameters are not credentials; an empty key is none.
+    assert tenant_id(credential([], b"alt=sse&keyx=1&key="), UP) == anonymous

@@ -95,8 +95,9 @@ Handler = Callable[[ServerConn], Awaitable[None]]
 
 
 class RawServer:
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, host: str = "127.0.0.1") -> None:
         self.handler = handler
+        self.host = host  # a loopback address: 127.0.0.1 or ::1
         self.conns: list[ServerConn] = []
         self.requests: list[RawRequest] = []
         self.errors: list[BaseException] = []
@@ -109,7 +110,8 @@ class RawServer:
         return len(self.conns)
 
     def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{path}"
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -131,7 +133,7 @@ class RawServer:
             self._tasks.discard(task)
 
     async def __aenter__(self) -> "RawServer":
-        self._server = await asyncio.start_server(self._on_client, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._on_client, self.host, 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

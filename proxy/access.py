@@ -1,0 +1,48 @@
+"""Who may use a route: decided for the route the Router selected, never before.
+
+A route that sends the operator's own upstream key (``TOOLMEND_UPSTREAM_API_KEY`` or a route's
+``api_key_env``) admits only clients presenting one of ``TOOLMEND_API_KEYS`` as ``Authorization: Bearer``;
+a route without a key of its own admits anyone, whose credentials go upstream as the client's own
+(``Upstream.request_headers`` keeps a toolmend key from ever going along). ``--require-client-key``
+refuses, on every route, requests that carry no credential at all.
+"""
+
+from collections.abc import Iterable
+
+from starlette.responses import Response
+
+from proxy import credentials
+from proxy.errors import error_response
+from proxy.forward import RawHeaders
+from proxy.router import UpstreamRoute
+
+
+class Denied(Exception):
+    """The client may not use the route: a 401 in the OpenAI shape."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def response(self) -> Response:
+        return error_response(401, str(self), code=self.code)
+
+
+class Access:
+    def __init__(self, client_keys: Iterable[str], require_client_key: bool) -> None:
+        self.client_keys = frozenset(key.encode() for key in client_keys)
+        self.require_client_key = require_client_key
+
+    def check(self, headers: RawHeaders, query: bytes, routes: Iterable[UpstreamRoute]) -> None:
+        """Raises ``Denied`` unless the client may use at least one of ``routes``: the selected route, or
+        the routes a chat completion may still end on before its body is read."""
+        if self.require_client_key and not credentials.present(headers, query):
+            raise Denied("This toolmend proxy requires a credential: send your API key, e.g. as 'Authorization: Bearer <key>'.",
+                         "missing_api_key")
+        if all(route.upstream.api_key is not None for route in routes) and not self.presents_client_key(headers):
+            raise Denied("Incorrect or missing API key for this toolmend proxy: send one of its configured keys as "
+                         "'Authorization: Bearer <key>'.", "invalid_api_key")
+
+    def presents_client_key(self, headers: RawHeaders) -> bool:
+        return any(name.lower() == b"authorization" and value[:7].lower() == b"bearer "
+                   and credentials.is_one_of(value[7:].strip(), self.client_keys) for name, value in headers)

@@ -1,0 +1,113 @@
+"""Which upstream a request goes to, and the path it asks for there: the one place that decides.
+
+A request is routed by its path prefix first (``/mistral/v1/...``), else to the default route; a chat
+completion on the default route then goes to the first route whose model pattern matches. Admission
+(``proxy/access.py``) and the tenant (``UpstreamRoute.tenant``) follow the route selected here.
+
+The path is decided on the request target exactly as the client sent it (``raw_path``), and only a path
+that cannot leave the upstream's base path is accepted; see ``upstream_path``.
+"""
+
+import fnmatch
+import functools
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
+
+from starlette.responses import Response
+
+from proxy.errors import error_response
+from proxy.forward import RawHeaders, Upstream
+from proxy.repair import Profile
+from proxy.tenant import credential, tenant_id
+
+VERSION = b"/v1"
+# RFC 3986 path characters: unreserved, sub-delims, ':' and '@', and well-formed %XX escapes. Nothing else
+# ('\\', '#', spaces, controls, raw non-ASCII) is forwarded: some servers read '\\' as '/', and the rest
+# would be re-encoded on the way, so the upstream would not see what the client sent.
+PATH_CHARACTERS = re.compile(rb"(?:/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})*)+")
+# Printable ASCII but '#', which would end the URL (clients send non-ASCII percent-encoded).
+QUERY_CHARACTERS = re.compile(rb"[\x21\x22\x24-\x7e]*")
+# Separators a server may see once it has decoded the path (Windows-style servers split on '\\').
+SEPARATORS = re.compile(rb"[/\\]")
+CONTROLS = re.compile(rb"[\x00-\x1f\x7f]")
+
+
+class InvalidPath(Exception):
+    """A request target toolmend will not forward: it could leave the upstream's base path."""
+
+    def response(self) -> Response:
+        return error_response(400, f"toolmend does not forward this request path: {self}.", code="invalid_path")
+
+
+@dataclass(frozen=True)
+class UpstreamRoute:
+    """An upstream and the profile its requests are repaired for; reached by a path prefix, a model
+    pattern, or by default."""
+
+    upstream: Upstream
+    profile: Profile
+    prefix: str | None = None
+    model: str | None = None
+
+    def matches_model(self, model: object) -> bool:
+        return self.model is not None and type(model) is str and fnmatch.fnmatchcase(model, self.model)
+
+    def tenant(self, headers: RawHeaders, query: bytes) -> str:
+        """Memory is scoped by credential and upstream: one key against two upstreams has two memories."""
+        return tenant_id(credential(headers, query), self.upstream.base_url)
+
+
+class Router:
+    def __init__(self, default: UpstreamRoute, routes: tuple[UpstreamRoute, ...] = ()) -> None:
+        self.default = default
+        self.routes = routes
+        # A prefix only counts when the version follows it: /mistral must not catch /mistralx/v1/...
+        self._prefixes = tuple((route.prefix.encode() + VERSION + b"/", route) for route in routes if route.prefix is not None)
+        self._by_model = tuple(route for route in routes if route.model is not None)
+
+    def by_target(self, raw_path: bytes, query: bytes) -> tuple[UpstreamRoute, bytes]:
+        """The route a request target selects by its path, and the path to ask for below the upstream's base
+        URL (``/chat/completions``). Raises ``InvalidPath`` for a target that is not safe to forward."""
+        if query and not QUERY_CHARACTERS.fullmatch(query):
+            raise InvalidPath("the query string must be printable ASCII without '#'")
+        for start, route in self._prefixes:
+            if raw_path.startswith(start):
+                return route, upstream_path(raw_path[len(start) - 1:])
+        if raw_path.startswith(VERSION + b"/"):
+            return self.default, upstream_path(raw_path[len(VERSION):])
+        # Starlette matched the decoded path; the raw one disagrees (an encoded '/' in the prefix or version).
+        raise InvalidPath("the route prefix and /v1/ must be sent unencoded")
+
+    def by_model(self, route: UpstreamRoute, model: object) -> UpstreamRoute:
+        """A chat completion's final route: on the default route, the first model route that matches."""
+        if route is not self.default or not self._by_model:
+            return route
+        return next((candidate for candidate in self._by_model if candidate.matches_model(model)), route)
+
+    def reachable(self, route: UpstreamRoute) -> tuple[UpstreamRoute, ...]:
+        """Every route a chat completion selected by path may end on, once its model is known."""
+        return (route, *self._by_model) if route is self.default else (route,)
+
+
+@functools.lru_cache(maxsize=1024)  # the chat path and a few others repeat; refusals are not cached
+def upstream_path(path: bytes) -> bytes:
+    """``path`` (below ``/v1``, as sent) if it stays below the upstream's base path however a server reads it.
+
+    Refused: characters outside RFC 3986 paths, and, after percent-decoding as often as a server might,
+    a '.' or '..' segment, an empty segment ('//'), or a control character; '\\' counts as a separator.
+    Percent-encoded characters are otherwise forwarded as sent: ``meta-llama%2FLlama-3-8B`` is one model
+    id, and an encoded '@', '?' or '#' stays inside the path, because the URL's authority is never built
+    from client text (``Upstream.url``).
+    """
+    if not PATH_CHARACTERS.fullmatch(path):
+        raise InvalidPath("it has characters outside a URL path, or a malformed %-escape")
+    decoded = path
+    while b"%" in decoded and (once := unquote_to_bytes(decoded)) != decoded:
+        decoded = once
+    if CONTROLS.search(decoded):
+        raise InvalidPath("it encodes a control character")
+    *inner, last = SEPARATORS.split(decoded)[1:]
+    if any(segment in (b"", b".", b"..") for segment in inner) or last in (b".", b".."):
+        raise InvalidPath("it has a '.', '..' or empty segment, plain or percent-encoded")
+    return path
