@@ -1,16 +1,30 @@
 """``redis://``: the contract every shared store keeps, against a real redis-server, plus Redis specifics:
 keys namespaced per tenant and expired by the server, one MGET per recall, one round trip per batch."""
 
-import asyncio
+import logging
+import math
 import time
+from collections.abc import Callable
 
 import pytest
 
 from proxy.memory import StoreUnavailable, open_store
+from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.redis import RedisStore
-from tests.support.processes import RedisServer
+from tests.support.processes import HANG_GUARD, RedisServer, eventually
 from tests.support.store_contract import Backend, StoreContract, turn
+
+#: Moves every key's expiry ARGV[1] ms closer; a key whose time to live runs out is deleted by the server.
+#: Returns the number of keys.
+EXPIRE_SOONER = b"""
+local keys = redis.call('KEYS', '*')
+for _, key in ipairs(keys) do
+  local left = redis.call('PTTL', key)
+  if left > 0 then redis.call('PEXPIRE', key, left - tonumber(ARGV[1])) end
+end
+return #keys
+"""
 
 
 @pytest.fixture(scope="module")
@@ -19,10 +33,30 @@ def redis_server():
         yield server
 
 
+class ServerTime:
+    """Time for the stores and the server together, without waiting for it: ``elapse`` moves the stores'
+    clock on and every key's expiry on the server closer by as much. The contract's seconds count as
+    ``SCALE`` seconds here, so the real time a test takes on a loaded machine is lost in the margins."""
+
+    SCALE = 1000
+
+    def __init__(self, server: RedisServer) -> None:
+        self.server = server
+        self.ahead = 0.0
+
+    def clock(self) -> float:
+        return time.time() + self.ahead  # real time underneath: turns remembered later still sort later
+
+    async def elapse(self, seconds: float) -> None:
+        self.ahead += seconds * self.SCALE
+        self.server.command(b"EVAL", EXPIRE_SOONER, b"0", b"%d" % round(seconds * self.SCALE * 1000))
+
+
 @pytest.fixture
 async def backend(redis_server: RedisServer):
     redis_server.command(b"FLUSHALL")
-    opened = Backend(lambda ttl, max_entries: RedisStore(redis_server.url(), ttl, max_entries), asyncio.sleep)
+    now = ServerTime(redis_server)
+    opened = Backend(lambda ttl, max_entries: RedisStore(redis_server.url(), ttl * now.SCALE, max_entries, now.clock), now.elapse)
     yield opened
     await opened.close_all()
 
@@ -37,21 +71,33 @@ def stats(server: RedisServer) -> dict[str, int]:
             for line in info.splitlines() if line.startswith("cmdstat_") and not line.startswith(("cmdstat_config", "cmdstat_info"))}
 
 
+def store_on_its_own_clock(backend: Backend, server: RedisServer, ttl: float,
+                           clock: Callable[[], float] = time.time) -> RedisStore:
+    """A store outside the fixture's time, closed with the fixture's stores."""
+    store = RedisStore(server.url(), ttl, max_entries=1000, clock=clock)
+    store.peer_grace = 0
+    backend.opened.append(store)
+    return store
+
+
 async def test_keys_are_per_tenant_and_expire_on_the_server(backend: Backend, redis_server: RedisServer) -> None:
-    store = backend.open(ttl=30)
+    store = store_on_its_own_clock(backend, redis_server, ttl=30)  # real time: the server's expiry is checked
+    before = time.time()
     await store.remember("a" * 32, [turn("call_k1", "call_k2")])
-    await store.flush(5)
+    assert await store.flush(HANG_GUARD)
+    after = time.time()
     keys = redis_server.command(b"KEYS", b"*").decode()
     assert f"toolmend:{'a' * 32}:call_k1" in keys and f"toolmend:{'a' * 32}:call_k2" in keys and "toolmend:turns" in keys
-    ttl_ms = int(redis_server.command(b"PTTL", f"toolmend:{'a' * 32}:call_k1".encode())[1:-2])
-    assert 29_000 < ttl_ms <= 30_000
+    expires_ms = int(redis_server.command(b"PEXPIRETIME", f"toolmend:{'a' * 32}:call_k1".encode())[1:-2])
+    # 30 s after the write, which the server did between ``before`` and ``after``, however long that took.
+    assert math.floor(before * 1000) + 30_000 <= expires_ms <= math.ceil(after * 1000) + 30_000
 
 
 async def test_one_mget_per_recall_and_one_round_trip_per_batch(backend: Backend, redis_server: RedisServer) -> None:
-    store = backend.open()
+    store = store_on_its_own_clock(backend, redis_server, ttl=60, clock=lambda: 1e9)  # time stands still
     await store.remember("t", [turn("call_p1", "call_p2")])
     await store.remember("t", [turn("call_p3")])  # the same batch: the writer has not run yet
-    await store.flush(5)
+    await store.flush(HANG_GUARD)
     redis_server.command(b"CONFIG", b"RESETSTAT")
     found = await store.recall("t", ["call_p1", "call_p3", "call_p2", "call_none"])
     assert set(found) == {"call_p1", "call_p2", "call_p3"}
@@ -59,35 +105,36 @@ async def test_one_mget_per_recall_and_one_round_trip_per_batch(backend: Backend
     redis_server.command(b"CONFIG", b"RESETSTAT")
     await store.remember("t", [turn("call_p4")])
     await store.remember("u", [turn("call_p5", "call_p6")])
-    await store.flush(5)
+    await store.flush(HANG_GUARD)
     # One round trip: a script that SETs each call id's key and indexes each turn (expired index entries
-    # are dropped at most once a second, here by the first batch).
+    # are dropped at most once a second, here by the first batch: no time passes between the two).
     assert stats(redis_server) == {"evalsha": 1, "set": 3, "zadd": 2, "pexpire": 1, "zcard": 1}
 
 
-async def test_a_dead_server_fails_fast_and_the_guard_recovers_when_it_is_back() -> None:
+async def test_a_dead_server_fails_fast_and_the_guard_recovers_when_it_is_back(caplog) -> None:
     with RedisServer() as server:  # its own server: this test stops and restarts it
         store = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
         store.peer_grace = 0
-        guarded = GuardedStore(store)
+        # The guard's own timeout is out of the way: only the store's failing or hanging can end the recall.
+        guarded = GuardedStore(store, recall_timeout=HANG_GUARD, backoff=Backoff(initial=0.05, maximum=0.2))
         assert await guarded.ready()
         server.stop()
-        started = time.monotonic()
-        assert await guarded.recall("t", ["call_1"]) == {}
-        assert time.monotonic() - started < 1
+        with caplog.at_level(logging.WARNING, logger="toolmend"):
+            assert await guarded.recall("t", ["call_1"]) == {}
+        # Fast: the refused connection is the failure, not a timeout waited out.
+        warnings = [r.getMessage() for r in caplog.records if r.name == "toolmend"]
+        assert len(warnings) == 1 and "operation=recall error=ConnectionError" in warnings[0], warnings
         assert not guarded.available and guarded.failures == 1
         assert await guarded.recall("t", ["call_1"]) == {} and guarded.skipped == 1  # not even tried
         assert not await guarded.ready()
         await guarded.remember("t", [turn("call_during")])  # kept for later
-        await asyncio.sleep(0.1)
+        await eventually(lambda: store.failing, "the writer failing to write it")
         with pytest.raises(StoreUnavailable):
             await store.remember("t", [turn("call_during2")])
         server.start()
-        deadline = time.monotonic() + 10
-        while not guarded.available and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert guarded.available and await guarded.ready()
-        assert await store.flush(5)
+        await eventually(lambda: guarded.available, "the guard finding the server back")
+        assert await guarded.ready()
+        assert await store.flush(HANG_GUARD)
         other = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
         assert set(await other.recall("t", ["call_during", "call_during2"])) == {"call_during", "call_during2"}
         await other.close()
