@@ -8,6 +8,7 @@ import pytest
 import respx
 
 from proxy.forward import Upstream
+from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
 
 PATH = "/v1/chat/completions"
@@ -41,23 +42,24 @@ async def test_headers_over_the_limit_are_a_431_and_nothing_goes_upstream(upstre
 async def test_a_body_slower_than_the_client_timeout_is_a_408(upstream) -> None:
     route = upstream.post("/chat/completions").respond(json=ANSWER)
 
-    async def trickle():
+    async def stalling():
         yield b'{"messages": ['
-        await asyncio.sleep(1)
+        await asyncio.get_running_loop().create_future()  # the rest never comes
         yield b"]}"
 
-    async with running_proxy(make_settings(client_timeout=0.2)) as proxy:
-        answer = await proxy.client.post(PATH, content=trickle(), headers=AUTH)
+    async with running_proxy(make_settings(client_timeout=0.2)) as proxy, asyncio.timeout(HANG_GUARD):
+        answer = await proxy.client.post(PATH, content=stalling(), headers=AUTH)
     assert answer.status_code == 408 and answer.json()["error"]["code"] == "request_timeout"
     assert not route.called
 
 
 async def test_at_the_upstream_cap_requests_wait_then_get_503(upstream, monkeypatch) -> None:
     monkeypatch.setattr(Upstream, "SLOT_WAIT_SECONDS", 0.2)
-    release = anyio.Event()
+    relaying, release = anyio.Event(), anyio.Event()
 
     class Held(httpx.AsyncByteStream):
         async def __aiter__(self):
+            relaying.set()
             yield b"data: {}\n\n"
             await release.wait()
             yield b"data: [DONE]\n\n"
@@ -68,13 +70,21 @@ async def test_at_the_upstream_cap_requests_wait_then_get_503(upstream, monkeypa
     async with running_proxy(make_settings(max_upstream_connections=1)) as proxy:
         # httpx's ASGI transport hands over a response only once it is complete: hold the stream in a task.
         holding = asyncio.create_task(proxy.client.post(PATH, json={"messages": [], "stream": True}, headers=AUTH))
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(relaying.wait(), HANG_GUARD)  # the stream holds the one slot until released
         busy = await proxy.client.post(PATH, json={"messages": []}, headers=AUTH)
         release.set()
         assert (await holding).status_code == 200
         after = await proxy.client.post(PATH, json={"messages": []}, headers=AUTH)
     assert busy.status_code == 503 and busy.json()["error"]["code"] == "upstream_busy"
     assert after.status_code == 200  # the stream gave its slot back when it ended
+
+
+async def test_the_upstream_timeout_bounds_every_phase_of_the_upstream_request(upstream) -> None:
+    # The fault tests show a silent upstream ends in the timeout's 504; this shows it is --upstream-timeout.
+    route = upstream.post("/chat/completions").respond(json=ANSWER)
+    async with running_proxy(make_settings(upstream_timeout=7.5)) as proxy:
+        assert (await proxy.client.post(PATH, json={"messages": []}, headers=AUTH)).status_code == 200
+    assert route.calls.last.request.extensions["timeout"] == {"connect": 7.5, "read": 7.5, "write": 7.5, "pool": 7.5}
 
 
 async def test_metrics_count_requests_repairs_recalls_and_upstream_errors(upstream) -> None:
