@@ -14,7 +14,7 @@ import openai
 import orjson
 import pytest
 
-from tests.support.processes import ProxyProcess, RedisServer, children, process_of_local_port, wait_until
+from tests.support.processes import HANG_GUARD, ProxyProcess, RedisServer, children, process_of_local_port, wait_until
 from tests.support.strict_upstream import Recorder, make_strict_upstream, serve
 
 TOOLS = [
@@ -128,7 +128,7 @@ def test_workers_of_one_machine_share_the_default_sqlite_file(upstream, recorder
             pids = [p for p in children(proxy.proc.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
             return pids if len(pids) == 2 else []
 
-        workers = wait_until(spawned_workers, 10, "two uvicorn workers")
+        workers = wait_until(spawned_workers, HANG_GUARD, "two uvicorn workers")
         agent = Agent("sk-workers")
         served: list[tuple[int | None, int | None]] = []
 
@@ -190,7 +190,7 @@ def test_redis_outage_degrades_to_the_orphan_policy_and_recovers(upstream, recor
         assert "memory store unavailable backend=redis" in proxy.log()
 
         redis.start()
-        wait_until(lambda: httpx.get(proxy.url + "/readyz", timeout=5).json()["status"] == "ready", 15, "recovery", 0.1)
+        wait_until(lambda: httpx.get(proxy.url + "/readyz", timeout=5).json()["status"] == "ready", HANG_GUARD, "recovery", 0.1)
         fresh = Agent("sk-outage-after")
         for _ in range(2):
             fresh.ask(proxy)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.processes import ProxyProcess, wait_until
+from tests.support.processes import HANG_GUARD, ProxyProcess, wait_until
 from tests.support.strict_upstream import Recorder
 
 REQUESTS = 24
@@ -28,7 +28,7 @@ def test_request_counts_add_up_across_two_workers(strict_upstream: tuple[str, Re
                                 json={"model": "m", "messages": [{"role": "user", "content": f"hi {number}"}]})
             assert answer.status_code == 200
         # Both workers wrote their own counter file...
-        wait_until(lambda: len(list(metrics_dir.glob("counter_*.db"))) >= 2, 10, "a counter file per worker")
+        wait_until(lambda: len(list(metrics_dir.glob("counter_*.db"))) >= 2, HANG_GUARD, "a counter file per worker")
         # ...and every answer of /metrics, whichever worker gives it, has the total.
         for _ in range(6):
             assert chat_count(httpx.get(proxy.url + "/metrics", timeout=10).text) == REQUESTS

@@ -8,6 +8,7 @@ import orjson
 import pytest
 import respx
 
+from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AUTH,
     DONE,
@@ -109,7 +110,7 @@ async def test_stream_goes_out_chunk_by_chunk_as_it_arrives(upstream):
 
     asgi.on_send = on_send
     async with started(build_app()) as app:
-        with anyio.fail_after(2):
+        with anyio.fail_after(HANG_GUARD):
             await call_asgi(app, asgi, "POST", PATH, HEADERS, [BODY])
     assert asgi.status == 200
     assert asgi.body_chunks == [p for p in parts if isinstance(p, bytes)]
@@ -127,7 +128,7 @@ async def test_client_disconnect_closes_a_never_ending_upstream_stream_promptly(
 
     asgi.on_send = on_send
     async with running_proxy() as proxy:
-        with anyio.fail_after(1):
+        with anyio.fail_after(HANG_GUARD):  # the stream never ends: only the disconnect can close it
             await call_asgi(proxy.app, asgi, "POST", PATH, HEADERS, [BODY])
             await stream.closed.wait()
         assert not asgi.finished
@@ -148,7 +149,7 @@ async def test_stream_cut_off_in_the_middle_ends_the_relay_and_closes_upstream(u
     serve_stream(upstream, stream)
     asgi = AsgiCall()
     async with started(build_app()) as app:
-        with anyio.fail_after(2):
+        with anyio.fail_after(HANG_GUARD):
             await call_asgi(app, asgi, "POST", PATH, HEADERS, [BODY])
     assert asgi.status == 200
     # What arrived went out unchanged; the body is left unterminated so the client sees the truncation.
