@@ -23,18 +23,29 @@ def in_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
 def in_query(query: bytes) -> list[bytes]:
     """The raw values of every ``key`` parameter. The name is compared decoded, as a server reads it
     (``k%65y=`` is ``key=`` to Google)."""
-    return [value for name, value in _params(query) if _is_param(name)]
+    if not query:
+        return []
+    return [value for name, _, value in (part.partition(b"=") for part in query.split(b"&")) if _is_param(name)]
 
 
 def present(headers: Iterable[tuple[bytes, bytes]], query: bytes) -> bool:
-    """Whether the request carries any credential at all (an empty value is none)."""
-    return any(in_headers(headers).values()) or any(in_query(query))
+    """Whether the request carries any credential at all (an empty value, or a bare ``Bearer``, is none)."""
+    return any(name.lower() in HEADERS and token(value) for name, value in headers) or any(in_query(query))
+
+
+def bearer(value: bytes) -> bytes | None:
+    """The token of an ``Authorization: Bearer <token>`` value; None for any other scheme or none. Any
+    whitespace separates, as lenient servers read it."""
+    parts = value.split(None, 1)
+    if not parts or parts[0].lower() != b"bearer":
+        return None
+    return parts[1].strip() if len(parts) > 1 else b""
 
 
 def token(value: bytes) -> bytes:
     """A header value without its ``Bearer`` scheme: the key it carries."""
-    value = value.strip()
-    return value[7:].strip() if value[:7].lower() == b"bearer " else value
+    found = bearer(value)
+    return found if found is not None else value.strip()
 
 
 def is_one_of(value: bytes, keys: Collection[bytes]) -> bool:
@@ -46,16 +57,12 @@ def without_params(query: bytes, drop: Callable[[bytes], bool]) -> bytes:
     """The query string without the ``key`` parameters whose raw value ``drop`` selects; the rest as sent."""
     if not in_query(query):
         return query
-    return b"&".join(part for part, (name, value) in zip(query.split(b"&"), _params(query))
-                     if not (_is_param(name) and drop(value)))
-
-
-def _params(query: bytes) -> Iterable[tuple[bytes, bytes]]:
-    if not query:
-        return
+    kept = []
     for part in query.split(b"&"):
         name, _, value = part.partition(b"=")
-        yield name, value
+        if not (_is_param(name) and drop(value)):
+            kept.append(part)
+    return b"&".join(kept)
 
 
 def _is_param(name: bytes) -> bool:

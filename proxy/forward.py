@@ -103,7 +103,9 @@ class Upstream:
         if url is None:
             query = credentials.without_params(query, self._not_forwarded)
             url = httpx.URL(**self._origin, raw_path=self._base_path + path + (b"?" + query if query else b""))
-            if len(self._urls) < 1024:  # the chat path and a few others repeat; arbitrary paths do not
+            # The chat path and a few others repeat; arbitrary paths do not, and long ones are one-offs
+            # that would pin up to --max-header-bytes each.
+            if len(self._urls) < 1024 and len(path) + len(query) <= 512:
                 self._urls[key] = url
         return url
 

@@ -9,7 +9,6 @@ that cannot leave the upstream's base path is accepted; see ``upstream_path``.
 """
 
 import fnmatch
-import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
@@ -22,13 +21,17 @@ from proxy.repair import Profile
 from proxy.tenant import credential, tenant_id
 
 VERSION = b"/v1"
-# RFC 3986 path characters: unreserved, sub-delims, ':' and '@', and well-formed %XX escapes. Nothing else
-# ('\\', '#', spaces, controls, raw non-ASCII) is forwarded: some servers read '\\' as '/', and the rest
-# would be re-encoded on the way, so the upstream would not see what the client sent.
-PATH_CHARACTERS = re.compile(rb"(?:/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})*)+")
+# RFC 3986 path characters: unreserved, sub-delims, ':' and '@', '/', and %XX escapes. Nothing else ('\',
+# '#', spaces, controls, raw non-ASCII) is forwarded: some servers read '\' as '/', and the rest would be
+# re-encoded on the way, so the upstream would not see what the client sent.
+PATH_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%"
+MALFORMED_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+# The usual path, accepted in one regex call (every request checks its path): segments of those characters
+# without '%', none empty or starting with '.'. Anything else takes the full check.
+PLAIN_PATH = re.compile(rb"(?:/[A-Za-z0-9\-_~!$&'()*+,;=:@][A-Za-z0-9\-._~!$&'()*+,;=:@]*)+/?|/")
 # Printable ASCII but '#', which would end the URL (clients send non-ASCII percent-encoded).
 QUERY_CHARACTERS = re.compile(rb"[\x21\x22\x24-\x7e]*")
-# Separators a server may see once it has decoded the path (Windows-style servers split on '\\').
+# Separators a server may see once it has decoded the path (Windows-style servers split on '\').
 SEPARATORS = re.compile(rb"[/\\]")
 CONTROLS = re.compile(rb"[\x00-\x1f\x7f]")
 
@@ -59,6 +62,8 @@ class UpstreamRoute:
 
 
 class Router:
+    """Selects: a path prefix, else the default route; then, for a chat completion, a model pattern."""
+
     def __init__(self, default: UpstreamRoute, routes: tuple[UpstreamRoute, ...] = ()) -> None:
         self.default = default
         self.routes = routes
@@ -90,7 +95,6 @@ class Router:
         return (route, *self._by_model) if route is self.default else (route,)
 
 
-@functools.lru_cache(maxsize=1024)  # the chat path and a few others repeat; refusals are not cached
 def upstream_path(path: bytes) -> bytes:
     """``path`` (below ``/v1``, as sent) if it stays below the upstream's base path however a server reads it.
 
@@ -100,7 +104,9 @@ def upstream_path(path: bytes) -> bytes:
     id, and an encoded '@', '?' or '#' stays inside the path, because the URL's authority is never built
     from client text (``Upstream.url``).
     """
-    if not PATH_CHARACTERS.fullmatch(path):
+    if PLAIN_PATH.fullmatch(path):
+        return path
+    if not path.startswith(b"/") or path.translate(None, PATH_BYTES) or MALFORMED_ESCAPE.search(path):
         raise InvalidPath("it has characters outside a URL path, or a malformed %-escape")
     decoded = path
     while b"%" in decoded and (once := unquote_to_bytes(decoded)) != decoded:

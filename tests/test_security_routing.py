@@ -304,5 +304,5 @@ def test_router_refuses_targets_that_could_leave_the_base_path(path: bytes, quer
 
 
 def test_accepted_paths_are_returned_as_sent() -> None:
-    for path in (b"/", b"/chat/completions", b"/models/a%2Fb", b"/files/x/", b"/a@b:c", b"/a%25b"):
+    for path in (b"/", b"/chat/completions", b"/models/a%2Fb", b"/files/x/", b"/a@b:c", b"/a%25b", b"/.well-known/x", b"/a..b/c.d"):
         assert upstream_path(path) == path

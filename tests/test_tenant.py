@@ -2,6 +2,7 @@
 
 import hashlib
 
+from proxy import credentials
 from proxy.tenant import credential, tenant_id
 
 UP = "https://api.openai.com/v1"
@@ -74,3 +75,13 @@ def test_every_carrier_scopes_the_tenant():
     assert tenant_id(credential([], b"key=a"), UP) != tenant_id(credential([], b"key=b"), UP)
     # Other query parameters are not credentials; an empty key is none.
     assert tenant_id(credential([], b"alt=sse&keyx=1&key="), UP) == anonymous
+
+
+def test_credential_carriers_and_bearer_tokens():
+    assert credentials.bearer(b"Bearer  tm-1 ") == credentials.bearer(b"bearer\ttm-1") == b"tm-1"
+    assert credentials.bearer(b"Bearer") == b"" and credentials.bearer(b"Basic eA==") is None
+    assert credentials.token(b"tm-1") == credentials.token(b"Bearer tm-1") == b"tm-1"
+    assert not credentials.present([(b"authorization", b"Bearer"), (b"x-api-key", b"")], b"alt=sse&key=")
+    assert credentials.present([(b"X-Goog-Api-Key", b"g")], b"") and credentials.present([], b"k%65y=q")
+    drop_q1 = credentials.without_params(b"a=1&key=q1&&k%65y=q2&key=q3", lambda value: value in (b"q1", b"q2"))
+    assert drop_q1 == b"a=1&&key=q3"
