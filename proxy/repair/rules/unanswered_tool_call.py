@@ -17,7 +17,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import block_end, declared_ids, is_call_turn
+from proxy.repair.history import Message, block_end, declared_ids, is_call_turn
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2"))
@@ -25,15 +25,23 @@ RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
+    # The history is copied once with the placeholders in place, not edited by ``insert``: each insertion
+    # would move every later message, and a long history with many unanswered calls became quadratic.
+    out: list[Message] = []
     position = 0
     while position < len(messages):
         if not is_call_turn(messages[position]):
+            out.append(messages[position])
             position += 1
             continue
         turn, end = position, block_end(messages, position)
         answered = {m.get("tool_call_id") for m in messages[turn + 1 : end]}
         missing = [cid for cid in declared_ids(messages[turn]) if cid not in answered]
-        for offset, cid in enumerate(missing):
-            messages.insert(end + offset, {"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
-            ctx.report(RULE, messages[turn], "inserted", f"placeholder result for unanswered call {cid}", turn)
-        position = end + len(missing)
+        at = len(out)  # where the turn stands in the repaired history
+        out += messages[turn:end]
+        for cid in missing:
+            out.append({"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
+            ctx.report(RULE, messages[turn], "inserted", f"placeholder result for unanswered call {cid}", at)
+        position = end
+    if len(out) != len(messages):
+        messages[:] = out
