@@ -16,7 +16,7 @@ from proxy.chat import chat_completions
 from proxy.config import Settings
 from proxy.errors import error_response
 from proxy.forward import Upstream
-from proxy.limits import HeaderLimit
+from proxy.limits import BodyDeadline
 from proxy.memory import Store, open_store, redact
 from proxy.memory.guarded import GuardedStore
 from proxy.metrics import Metrics
@@ -85,7 +85,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             Route("/v1/{path:path}", pass_through, methods=METHODS),
             *prefixed,
         ],
-        middleware=[Middleware(Observer, metrics=metrics), Middleware(HeaderLimit, max_bytes=settings.max_header_bytes)],
+        middleware=[Middleware(Observer, metrics=metrics), Middleware(BodyDeadline, seconds=settings.client_timeout)],
         exception_handlers={404: not_found, 405: not_allowed},
         lifespan=lifespan,
     )

@@ -4,7 +4,6 @@ Each step is a small function; the handler only strings them together. A request
 is forwarded as the exact bytes the client sent.
 """
 
-import asyncio
 import logging
 import time
 from collections import Counter
@@ -84,14 +83,10 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
 async def _read_request(request: Request, settings: Settings) -> tuple[bytes, dict]:
     """The body as sent and parsed, within the size, time and message limits."""
     try:
-        async with asyncio.timeout(settings.client_timeout):
-            body = await read_body(request, settings.max_body_bytes)
+        body = await read_body(request, settings.max_body_bytes)  # in time: limits.BodyDeadline
     except BodyTooLarge:
         raise Refused(error_response(413, f"Request body is larger than {settings.max_body_bytes} bytes (--max-body-bytes).",
                                      code="request_too_large")) from None
-    except TimeoutError:
-        raise Refused(error_response(408, f"The request body did not arrive within {settings.client_timeout:g} s (--client-timeout).",
-                                     code="request_timeout")) from None
     except ClientDisconnect:
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
     try:

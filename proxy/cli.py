@@ -65,9 +65,11 @@ def serve_forever(settings: Settings) -> None:
     import uvicorn
 
     from proxy.app import create_app
+    from proxy.server import http_protocol
 
     logs.configure(settings.log_level, settings.log_format)
     common = dict(
+        http=http_protocol(settings),  # the limits on what a client may hold (proxy/server.py)
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,

@@ -1,25 +1,67 @@
-"""Request headers over ``--max-header-bytes`` are refused (431) before any handler runs.
+"""Every request body must arrive within ``--client-timeout``, chat or pass-through alike (408 after).
 
-The HTTP parser accepts very large header blocks; a proxy that forwards them upstream would only get
-them refused there, after spending a connection on them.
+The clock counts only the time spent waiting for the client: while the proxy itself is busy (waiting for
+an upstream slot, or for the upstream to take the bytes already read) it is stopped. A pass-through body
+streams straight into the upstream request, so a client that stalls mid-body would otherwise hold an
+upstream slot for as long as it likes.
+
+The limits that hold before a request reaches the app (header size, head timeout, connections, a client
+that stops reading) are the server's: see ``proxy/server.py``.
 """
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import asyncio
+import logging
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.errors import error_response
 
+log = logging.getLogger("toolmend")
 
-class HeaderLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+
+class BodyTimeout(Exception):
+    """The client took longer than ``--client-timeout`` to send its request body."""
+
+
+class BodyDeadline:
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            size = sum(len(name) + len(value) + 4 for name, value in scope["headers"])  # "name: value\r\n"
-            if size > self.max_bytes:
-                response = error_response(431, f"The request headers take {size} bytes; this proxy accepts at most "
-                                               f"{self.max_bytes} (--max-header-bytes).", code="headers_too_large")
-                await response(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        left = self.seconds
+        body_read = False
+        answered = False
+
+        async def receive_in_time() -> Message:
+            nonlocal left, body_read
+            if body_read:
+                return await receive()  # only a disconnect can come now: waiting for it is not the client's delay
+            began = loop.time()
+            try:
+                async with asyncio.timeout(left):
+                    message = await receive()
+            except TimeoutError:
+                raise BodyTimeout from None
+            left -= loop.time() - began
+            body_read = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def send_noting_answer(message: Message) -> None:
+            nonlocal answered
+            answered = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive_in_time, send_noting_answer)
+        except BodyTimeout:
+            if answered:  # the answer has begun: all that is left is to end the connection
+                log.info("request body slower than %g s (--client-timeout) after the answer began", self.seconds)
                 return
-        await self.app(scope, receive, send)
+            response = error_response(408, f"The request body did not arrive within {self.seconds:g} s (--client-timeout).",
+                                      code="request_timeout", headers={"connection": "close"})
+            await response(scope, receive, send)

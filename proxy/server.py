@@ -1,0 +1,235 @@
+"""The client side of the proxy's connections: uvicorn's httptools protocol, with limits that hold while a
+request is still arriving, so what a client can hold (memory, file descriptors, upstream slots) is set by
+the settings, not by the client.
+
+- The head: its request target and header lines may take ``--max-header-bytes``, counted as they are
+  parsed (and, for a header the parser is still buffering, as the bytes arrive). Over the limit the
+  client gets a 431 at once; nothing more of its input is parsed or kept.
+- A head must be complete within ``--head-timeout`` of the connection opening or the previous answer
+  ending; a slow or silent client is then closed (uvicorn's own keep-alive timer covers only silence).
+- A client that takes none of its answer for ``--client-timeout`` is disconnected: the relay sees the
+  disconnect (``disconnect.client_watch``), closes the upstream stream and frees its upstream slot.
+- At ``--max-connections`` open connections, a new one closes the connection that has waited longest for
+  its head (a slowloris or an idle keep-alive one), never one whose request is in flight; only when every
+  connection has a request in flight is the new one refused (503).
+
+Counts are per server process: with ``--workers`` each worker keeps its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from dataclasses import dataclass
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from proxy.config import Settings
+from proxy.errors import error_body
+
+log = logging.getLogger("toolmend")
+
+#: How long a refused client gets to read its answer and close before it is cut (nginx's lingering_timeout).
+#: Closing at once could reset the connection while the client is still sending, and lose the answer.
+LINGER_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    max_header_bytes: int
+    head_timeout: float
+    client_timeout: float
+    max_connections: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> ServerLimits:
+        return cls(settings.max_header_bytes, settings.head_timeout, settings.client_timeout, settings.max_connections)
+
+
+class Connections:
+    """One server's open connections: how many, and which wait for a head, longest waiting first."""
+
+    def __init__(self, limits: ServerLimits) -> None:
+        self.limits = limits
+        self.open = 0
+        self.waiting: dict[GuardedHttpProtocol, None] = {}  # insertion order is waiting order
+
+    def longest_waiting(self) -> GuardedHttpProtocol | None:
+        return next(iter(self.waiting), None)
+
+
+def http_protocol(settings: Settings) -> functools.partial[GuardedHttpProtocol]:
+    """What to give uvicorn as ``http=``. It is pickled into each worker, where it counts for that worker."""
+    return functools.partial(GuardedHttpProtocol, connections=Connections(ServerLimits.of(settings)))
+
+
+class GuardedHttpProtocol(HttpToolsProtocol):
+    def __init__(self, *args, connections: Connections, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.client_connections = connections
+        self.limits = connections.limits
+        self.counted = False  # in connections_.open
+        self.refused = False  # answered with an error: input is dropped from now on
+        self.heads_begun = 0
+        self.head_open = False
+        self.head_bytes = 0  # request target and header lines of the head being parsed
+        self.head_unparsed = 0  # bytes of whole chunks received while that head stayed unfinished
+        self.deadline: asyncio.TimerHandle | None = None  # closes the connection: head timeout or lingering
+        self.write_deadline: asyncio.TimerHandle | None = None
+
+    # The connection
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        connections = self.client_connections
+        if connections.open >= self.limits.max_connections:
+            oldest = connections.longest_waiting()
+            if oldest is None:
+                self._refuse(503, f"toolmend is at its limit of {self.limits.max_connections} open connections, each with a "
+                                  "request in flight (--max-connections); retry shortly.", "server_busy")
+                return
+            oldest._close()
+        connections.open += 1
+        self.counted = True
+        self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._forget()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return  # lingering: read and dropped
+        begun = self.heads_begun
+        super().data_received(data)
+        if self.head_open and self.heads_begun == begun and not self.refused:
+            # The whole chunk belongs to one head that is still unfinished (the parser may be holding a
+            # header it has not handed over yet): it counts too, so memory stays bounded by the limit.
+            self.head_unparsed += len(data)
+            self._check_head(self.head_unparsed)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:
+            self._await_head()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.write_deadline is not None:
+            self.write_deadline.cancel()
+        self.write_deadline = self.loop.call_later(self.limits.client_timeout, self._stopped_reading)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.write_deadline is not None:
+            self.write_deadline.cancel()
+            self.write_deadline = None
+
+    def send_400_response(self, msg: str) -> None:
+        if not self.refused:  # after a refusal the parser is no longer fed; a stray error has nothing to add
+            super().send_400_response(msg)
+
+    # Parser callbacks: after a refusal the rest of the chunk being parsed is ignored
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.heads_begun += 1
+        self.head_open = True
+        self.head_bytes = self.head_unparsed = 0
+
+    def on_url(self, url: bytes) -> None:
+        if self.refused:
+            return
+        self.head_bytes += len(url)
+        if self._check_head(self.head_bytes):
+            super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.refused:
+            return
+        self.head_bytes += len(name) + len(value) + 4  # "name: value\r\n"
+        if self._check_head(self.head_bytes):
+            super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        if self.refused:
+            return
+        self.head_open = False
+        self._head_arrived()
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self.refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self.refused:
+            super().on_message_complete()
+
+    # The limits
+
+    def _check_head(self, size: int) -> bool:
+        """True while the head is within the limit; past it, the client is answered 431."""
+        if size <= self.limits.max_header_bytes:
+            return True
+        log.info("a request head went over %d bytes (--max-header-bytes): answered 431", self.limits.max_header_bytes)
+        self._refuse(431, f"The request target and headers take more than {self.limits.max_header_bytes} bytes; this proxy "
+                          "accepts at most that (--max-header-bytes).", "headers_too_large")
+        return False
+
+    def _await_head(self) -> None:
+        self.client_connections.waiting.pop(self, None)
+        self.client_connections.waiting[self] = None
+        self._cancel_deadline()
+        self.deadline = self.loop.call_later(self.limits.head_timeout, self._head_too_slow)
+
+    def _head_arrived(self) -> None:
+        self.client_connections.waiting.pop(self, None)
+        self._cancel_deadline()
+
+    def _head_too_slow(self) -> None:
+        self.deadline = None
+        log.debug("a request head did not arrive within %g s (--head-timeout): connection closed", self.limits.head_timeout)
+        self._close()
+
+    def _stopped_reading(self) -> None:
+        self.write_deadline = None
+        log.info("a client took none of its answer for %g s (--client-timeout): connection closed", self.limits.client_timeout)
+        self.transport.abort()  # close() would wait for the unread answer to drain, which it never will
+
+    def _refuse(self, status: int, message: str, code: str) -> None:
+        """Answer with an error and stop reading requests; the client gets LINGER_SECONDS to read it and go."""
+        self.refused = True
+        self._forget()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.transport.abort()  # an answer is being written on this connection: an error cannot go in between
+            return
+        body = error_body(message, code=code)
+        self.transport.write(b"".join((
+            STATUS_LINE[status], b"content-type: application/json\r\ncontent-length: ", str(len(body)).encode(),
+            b"\r\nconnection: close\r\n\r\n", body,
+        )))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.deadline = self.loop.call_later(LINGER_SECONDS, self.transport.abort)
+
+    def _close(self) -> None:
+        self._forget()
+        self.transport.close()
+
+    def _forget(self) -> None:
+        """No longer counted against --max-connections, and no timer left running."""
+        if self.counted:
+            self.counted = False
+            self.client_connections.open -= 1
+        self.client_connections.waiting.pop(self, None)
+        self._cancel_deadline()
+        if self.write_deadline is not None:
+            self.write_deadline.cancel()
+            self.write_deadline = None
+
+    def _cancel_deadline(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None

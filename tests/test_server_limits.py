@@ -1,0 +1,265 @@
+"""Hostile clients against the real server (``python -m proxy serve`` on a loopback port, raw sockets):
+header bombs, unfinished heads, stalled bodies, clients that never read, and connection floods."""
+
+import asyncio
+import contextlib
+import select
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.processes import ProxyProcess
+from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok
+
+#: Every wait for an outcome is bounded by this (the server's own timeouts in these tests are 1 s).
+GENEROUS = 30.0
+MIB = 1024 * 1024
+UNREACHABLE = "http://127.0.0.1:9/v1"  # for tests whose requests never go upstream
+
+
+def rss(pid: int) -> int:
+    """Resident memory of a process, in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@contextlib.contextmanager
+def serving(upstream: str, *args: str) -> Iterator[ProxyProcess]:
+    with ProxyProcess(upstream, "--memory", "memory://", *args) as proxy:
+        yield proxy
+
+
+def connect(proxy: ProxyProcess, receive_buffer: int | None = None) -> socket.socket:
+    sock = socket.socket()
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(GENEROUS)
+    sock.connect(("127.0.0.1", proxy.port))
+    return sock
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (a reset counts as a close), or until GENEROUS."""
+    received = b""
+    with contextlib.suppress(ConnectionError, TimeoutError):
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def head_with(headers: list[tuple[str, str]], target: str = "/healthz") -> bytes:
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers)
+    return f"GET {target} HTTP/1.1\r\n{lines}\r\n".encode()
+
+
+def header_block_size(headers: list[tuple[str, str]], target: str = "/healthz") -> int:
+    """What --max-header-bytes counts: the request target and each ``name: value\\r\\n`` line."""
+    return len(target) + sum(len(name) + len(value) + 4 for name, value in headers)
+
+
+# --- header limit -------------------------------------------------------------------------------------------
+
+LIMIT = 4096
+
+
+def padded_to(total: int) -> list[tuple[str, str]]:
+    """Many small headers (none over 100 bytes) whose block adds up to exactly ``total`` bytes."""
+    headers = [("host", "127.0.0.1"), ("connection", "close")]
+    index = 0
+    while header_block_size(headers) < total:
+        room = total - header_block_size(headers) - len(f"x-pad-{index}") - 4
+        headers.append((f"x-pad-{index}", "p" * max(1, min(80, room))))
+        index += 1
+    assert header_block_size(headers) == total, "padding overshot"
+    return headers
+
+
+@pytest.mark.parametrize("total, status", [(LIMIT, 200), (LIMIT + 1, 431)])
+def test_the_limit_is_on_the_whole_header_block_not_on_one_header(total: int, status: int) -> None:
+    headers = padded_to(total)
+    assert max(len(value) for _, value in headers) <= 80 and len(headers) > 40
+    with serving(UNREACHABLE, "--max-header-bytes", str(LIMIT)) as proxy, connect(proxy) as sock:
+        sock.sendall(head_with(headers))
+        answer = read_answer(sock)
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+    if status == 431:
+        body = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+        assert body["error"]["code"] == "headers_too_large"
+
+
+def many_headers(size: int) -> Iterator[bytes]:
+    """Header lines of 1 KiB each, one MiB at a time."""
+    line = b"x-bomb: " + b"b" * 1014 + b"\r\n"
+    batch = line * (MIB // len(line))
+    for _ in range(size // len(batch)):
+        yield batch
+
+
+def one_endless_value(size: int) -> Iterator[bytes]:
+    """A single header value that never ends: only the parser's own buffer can hold it."""
+    yield b"x-bomb: "
+    for _ in range(size // MIB):
+        yield b"b" * MIB
+
+
+def answered(sock: socket.socket) -> bool:
+    """The server has sent something, or closed (without waiting)."""
+    return bool(select.select([sock], [], [], 0)[0])
+
+
+@pytest.mark.parametrize("bomb, size", [(many_headers, 100 * MIB), (one_endless_value, 64 * MIB)],
+                         ids=["many-headers", "one-endless-value"])
+def test_a_header_bomb_is_cut_off_and_memory_stays_bounded(bomb: Callable[[int], Iterator[bytes]], size: int) -> None:
+    with serving(UNREACHABLE) as proxy:  # the default limit, 64 KiB
+        before = rss(proxy.proc.pid)
+        sent = 0
+        with connect(proxy) as sock:
+            try:
+                sock.sendall(b"GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+                for part in bomb(size):
+                    if answered(sock):
+                        break
+                    sock.sendall(part)
+                    sent += len(part)
+            except (ConnectionError, TimeoutError):
+                pass  # cut off while sending: the outcome wanted too
+            answer = read_answer(sock)
+        grown = rss(proxy.proc.pid) - before
+    # Socket buffers on loopback hold a few MiB at most: beyond that the server has read the head past
+    # its limit, and by then its answer is there to read.
+    assert sent < size, "the whole bomb went in without an answer"
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert grown < 32 * MIB, f"the server grew by {grown / MIB:.0f} MiB"
+
+
+# --- head timeout -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", ["1", "2"])  # with 2, the limits travel into the worker processes
+def test_an_unfinished_head_is_closed_after_the_head_timeout(workers: str) -> None:
+    with serving(UNREACHABLE, "--head-timeout", "1", "--workers", workers) as proxy, connect(proxy) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
+        closed = False
+        sock.settimeout(0.2)  # the pace of a slowloris client: one byte per 0.2 s, for at most GENEROUS
+        for _ in range(int(GENEROUS / 0.2)):
+            try:
+                if sock.recv(1024) == b"":
+                    closed = True
+                    break
+            except TimeoutError:
+                pass
+            except ConnectionError:
+                closed = True
+                break
+            try:
+                sock.sendall(b"s")
+            except ConnectionError:
+                closed = True
+                break
+    assert closed, "the unfinished head was still open after the bound"
+
+
+# --- against a raw upstream --------------------------------------------------------------------------------
+
+class Upstream:
+    """Answers ``ok``; ``/v1/stream`` streams without end while the proxy reads; ``/v1/held`` waits for
+    ``release``; a body that stalls simply stalls (the read waits)."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.streams: list[ServerConn] = []
+
+    async def __call__(self, conn: ServerConn) -> None:
+        while (request := await conn.read_request()) is not None:
+            await self.answer(conn, request)
+
+    async def answer(self, conn: ServerConn, request: RawRequest) -> None:
+        if request.target == b"/v1/stream":
+            self.streams.append(conn)
+            await conn.send(b"HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n%b\r\n" % (64 * 1024, b"s" * 64 * 1024)
+            for _ in range(4096):  # 256 MiB at most; the proxy stops taking it long before
+                await conn.send(chunk)
+            await conn.send(b"0\r\n\r\n")
+            return
+        if request.target == b"/v1/held":
+            await self.release.wait()
+        await conn.send(ok(b'{"object": "list", "data": []}'))
+
+
+@contextlib.asynccontextmanager
+async def upstream_and_proxy(*args: str) -> AsyncIterator[tuple[Upstream, RawServer, ProxyProcess]]:
+    upstream = Upstream()
+    async with RawServer(upstream) as server:
+        with serving(server.url("/v1"), *args) as proxy:
+            yield upstream, server, proxy
+
+
+async def eventually(condition: Callable[[], bool], what: str) -> None:
+    try:
+        async with asyncio.timeout(GENEROUS):
+            while not condition():
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {GENEROUS} s") from None
+
+
+async def test_a_stalled_pass_through_body_is_a_408_and_frees_its_upstream_slot() -> None:
+    async with upstream_and_proxy("--client-timeout", "1", "--max-upstream-connections", "1") as (_, server, proxy):
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"POST /v1/files HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000\r\n\r\n" + b"x" * 10)
+        async with asyncio.timeout(GENEROUS):
+            answer = await reader.read()  # the 408 closes the connection
+        writer.close()
+        async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as client:
+            after = await client.get("/v1/models")
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
+    assert after.status_code == 200
+
+
+async def test_a_client_that_stops_reading_frees_its_upstream_slot() -> None:
+    async with upstream_and_proxy("--client-timeout", "1", "--max-upstream-connections", "1") as (upstream, _, proxy):
+        with connect(proxy, receive_buffer=4096) as idle_reader:
+            idle_reader.sendall(b"GET /v1/stream HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")  # and never reads
+            await eventually(lambda: bool(upstream.streams), "the stream started")
+            await eventually(upstream.streams[0].ended.is_set, "the proxy letting go of the upstream stream")
+            async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as client:
+                after = await client.get("/v1/models")
+    assert after.status_code == 200
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    if not answered(sock):
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except ConnectionError:
+        return True
+
+
+async def test_at_the_connection_cap_slow_clients_make_room_and_requests_in_flight_are_kept() -> None:
+    cap, slow_count = 32, 100
+    async with upstream_and_proxy("--max-connections", str(cap), "--head-timeout", "600") as (upstream, server, proxy):
+        async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as client:
+            held = asyncio.create_task(client.get("/v1/held"))  # in flight while the flood comes
+            await eventually(lambda: any(r.target == b"/v1/held" for r in server.requests), "the held request upstream")
+            slow = [connect(proxy) for _ in range(slow_count)]
+            try:
+                for sock in slow:
+                    sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n")  # and never finishes its head
+                await eventually(lambda: sum(map(closed_by_server, slow)) >= slow_count - cap + 1, "slow clients closed")
+                async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as fresh:
+                    legitimate = await fresh.get("/v1/models")
+                upstream.release.set()
+                kept = await held
+            finally:
+                for sock in slow:
+                    sock.close()
+    assert legitimate.status_code == 200
+    assert kept.status_code == 200 and kept.json() == {"object": "list", "data": []}
