@@ -4,9 +4,12 @@ Each step is a small function; the handler only strings them together. A request
 is forwarded as the exact bytes the client sent.
 """
 
+import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -21,13 +24,14 @@ from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
-from proxy.repair import Finding, Profile, needs_repair, recall_ids, repair
+from proxy.repair import Finding, Policy, Profile, Result, needs_repair, recall_ids, repair
 from proxy.repair.engine import TOO_DEEP
 from proxy.router import InvalidPath, UpstreamRoute
 from proxy.state import ProxyState
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
+T = TypeVar("T")
 
 REPAIRS_HEADER = b"x-toolmend-repairs"
 #: On responses served while the memory store is down: calls were neither recalled nor stored this time.
@@ -105,18 +109,22 @@ async def _read_request(request: Request, settings: Settings) -> tuple[bytes, di
 
 async def _repair_request(state: ProxyState, profile: Profile, tenant: str, body: bytes, parsed: dict,
                           line: RequestLine) -> tuple[bytes, list[tuple[bytes, bytes]]]:
-    """What to send upstream: the client's own bytes, or the repaired body (with the header saying so)."""
-    if not needs_repair(parsed, profile):
+    """What to send upstream: the client's own bytes, or the repaired body (with the header saying so).
+
+    The engine's work on a large body runs in a thread so that other clients are not kept waiting: the
+    engine is pure Python, which gives the event loop the interpreter back every few milliseconds."""
+    run = _in_thread if len(body) > OFF_LOOP_BYTES else _inline
+    ids = await run(_ids_to_recall, parsed, profile)
+    if ids is None:
         return body, []
-    result = await _repair(state, tenant, parsed, profile)
+    recalled = await _recall(state, tenant, ids)
+    result, outgoing = await run(_repaired, parsed, recalled, profile, state.policy)
     if result.rejected is not None:
         raise Refused(_rejection(result.rejected))
     if not result.changed:
         return body, []
-    try:
-        outgoing = orjson.dumps(result.body)
-    except orjson.JSONEncodeError:
-        raise Refused(error_response(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep")) from None
+    if outgoing is None:
+        raise Refused(error_response(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
     line.repairs = summarize(result.findings)
     for finding in result.findings:
         state.metrics.repairs.labels(finding.code, profile.name).inc()
@@ -160,18 +168,46 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _repair(state: ProxyState, tenant: str, parsed: dict, profile: Profile):
-    ids = recall_ids(parsed, profile)
-    recalled = {}
-    if ids:
-        recalled = await state.store.recall(tenant, ids)
-        recalls = state.metrics.recalls
-        if not state.store.available:
-            recalls.labels(state.store.backend, "error").inc(len(ids))
-        else:
-            recalls.labels(state.store.backend, "hit").inc(len(recalled))
-            recalls.labels(state.store.backend, "miss").inc(len(ids) - len(recalled))
-    return repair(parsed, recall=lambda _ids: recalled, profile=profile, policy=state.policy)
+#: Bodies larger than this are checked and repaired in a thread. A broken history of this size (about
+#: 2,000 messages) takes some 10 ms to repair; below it, the thread hand-off would cost more than it saves.
+OFF_LOOP_BYTES = 256 * 1024
+
+
+async def _inline(function: Callable[..., T], *args: Any) -> T:
+    return function(*args)
+
+
+async def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    return await asyncio.to_thread(function, *args)
+
+
+def _ids_to_recall(parsed: dict, profile: Profile) -> list[str] | None:
+    """None when the request needs no repair (most requests), else the call ids to look up first."""
+    return recall_ids(parsed, profile) if needs_repair(parsed, profile) else None
+
+
+def _repaired(parsed: dict, recalled: dict[str, Turn], profile: Profile, policy: Policy) -> tuple[Result, bytes | None]:
+    """The engine's result and, when it changed the body, the body to send (None if too deep to encode)."""
+    result = repair(parsed, recall=lambda _ids: recalled, profile=profile, policy=policy)
+    if not result.changed:
+        return result, None
+    try:
+        return result, orjson.dumps(result.body)
+    except orjson.JSONEncodeError:
+        return result, None
+
+
+async def _recall(state: ProxyState, tenant: str, ids: list[str]) -> dict[str, Turn]:
+    if not ids:
+        return {}
+    recalled = await state.store.recall(tenant, ids)
+    recalls = state.metrics.recalls
+    if not state.store.available:
+        recalls.labels(state.store.backend, "error").inc(len(ids))
+    else:
+        recalls.labels(state.store.backend, "hit").inc(len(recalled))
+        recalls.labels(state.store.backend, "miss").inc(len(ids) - len(recalled))
+    return recalled
 
 
 def summarize(findings: tuple[Finding, ...]) -> str:

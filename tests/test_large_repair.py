@@ -1,0 +1,51 @@
+"""A large history is repaired off the event loop: other clients are answered meanwhile (issue 10 item 6).
+
+The event loop is shown free by an ordering, not a clock: the repair of a large body waits, inside the
+engine, until ``/healthz`` has been answered. On the loop that could never happen.
+"""
+
+import asyncio
+import threading
+
+import httpx
+import orjson
+import pytest
+import respx
+
+from proxy import chat
+from proxy.repair import repair as real_repair
+from tests.support.processes import HANG_GUARD
+from tests.support.proxy_fixtures import AUTH, UPSTREAM, completion, orphan_history, running_proxy
+
+PATH = "/v1/chat/completions"
+
+
+def large_broken_body() -> bytes:
+    """An orphan result (so it needs repair) and enough history to be past the off-loop threshold."""
+    padding = [{"role": "user", "content": "x" * 1000} for _ in range(chat.OFF_LOOP_BYTES // 1000 + 1)]
+    return orjson.dumps({"model": "m", "messages": [*padding, *orphan_history("call_big")]})
+
+
+async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeypatch: pytest.MonkeyPatch) -> None:
+    repair_started, healthz_answered = threading.Event(), threading.Event()
+    saw_healthz: list[bool] = []
+
+    def repair_waiting_for_healthz(*args, **kwargs):
+        repair_started.set()
+        saw_healthz.append(healthz_answered.wait(HANG_GUARD))
+        return real_repair(*args, **kwargs)
+
+    monkeypatch.setattr(chat, "repair", repair_waiting_for_healthz)
+    with respx.mock(base_url=UPSTREAM) as upstream:
+        route = upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion(content="ok")))
+        async with running_proxy() as proxy:
+            large = asyncio.create_task(proxy.client.post(PATH, content=large_broken_body(), headers=AUTH))
+            assert await asyncio.to_thread(repair_started.wait, HANG_GUARD)
+            health = await proxy.client.get("/healthz")
+            healthz_answered.set()
+            response = await large
+    assert health.status_code == 200
+    assert saw_healthz == [True]  # the repair was still running when /healthz was answered
+    assert response.status_code == 200 and "TM101=1" in response.headers["x-toolmend-repairs"]
+    sent = orjson.loads(route.calls.last.request.content)["messages"]
+    assert sent[-2]["tool_calls"][0]["id"] == "call_big"  # the repair itself happened, in the thread
