@@ -110,7 +110,7 @@ async def test_a_toolmend_key_never_reaches_a_route_without_a_key_of_its_own(tmp
         llama = mock.post(url__startswith="http://llama.test/v1/chat/completions").respond(json=ANSWER)
         async with running_proxy(settings) as proxy:
             member = await proxy.client.post(
-                f"/v1/chat/completions?alt=sse&key={TEAM_KEY}", json={"model": "llama-3", "messages": HELLO},
+                f"/v1/chat/completions?alt=sse&key={TEAM_KEY}&k%65y=team%2Dkey%2D1", json={"model": "llama-3", "messages": HELLO},
                 headers={"authorization": f"Bearer {TEAM_KEY}", "api-key": TEAM_KEY, "x-api-key": TEAM_KEY,
                          "x-goog-api-key": TEAM_KEY})
             bring_own = await proxy.client.post("/v1/chat/completions", json={"model": "llama-3", "messages": HELLO},
