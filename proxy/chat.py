@@ -118,16 +118,16 @@ async def _repair_request(state: ProxyState, profile: Profile, tenant: str, body
     if ids is None:
         return body, []
     recalled = await _recall(state, tenant, ids)
-    result, outgoing = await run(_repaired, parsed, recalled, profile, state.policy)
+    result, outgoing, counts = await run(_repaired, parsed, recalled, profile, state.policy)
     if result.rejected is not None:
         raise Refused(_rejection(result.rejected))
     if not result.changed:
         return body, []
     if outgoing is None:
         raise Refused(error_response(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
-    line.repairs = summarize(result.findings)
-    for finding in result.findings:
-        state.metrics.repairs.labels(finding.code, profile.name).inc()
+    line.repairs = summarize(counts)
+    for code, count in counts.items():
+        state.metrics.repairs.labels(code, profile.name).inc(count)
     return outgoing, [(REPAIRS_HEADER, line.repairs.encode())]
 
 
@@ -186,15 +186,18 @@ def _ids_to_recall(parsed: dict, profile: Profile) -> list[str] | None:
     return recall_ids(parsed, profile) if needs_repair(parsed, profile) else None
 
 
-def _repaired(parsed: dict, recalled: dict[str, Turn], profile: Profile, policy: Policy) -> tuple[Result, bytes | None]:
-    """The engine's result and, when it changed the body, the body to send (None if too deep to encode)."""
+def _repaired(parsed: dict, recalled: dict[str, Turn], profile: Profile,
+              policy: Policy) -> tuple[Result, bytes | None, Counter[str]]:
+    """The engine's result; when it changed the body, the body to send (None if too deep to encode) and
+    the findings counted by rule code (a large history can have hundreds of thousands of them)."""
     result = repair(parsed, recall=lambda _ids: recalled, profile=profile, policy=policy)
     if not result.changed:
-        return result, None
+        return result, None, Counter()
+    counts = Counter(finding.code for finding in result.findings)
     try:
-        return result, orjson.dumps(result.body)
+        return result, orjson.dumps(result.body), counts
     except orjson.JSONEncodeError:
-        return result, None
+        return result, None, counts
 
 
 async def _recall(state: ProxyState, tenant: str, ids: list[str]) -> dict[str, Turn]:
@@ -210,9 +213,8 @@ async def _recall(state: ProxyState, tenant: str, ids: list[str]) -> dict[str, T
     return recalled
 
 
-def summarize(findings: tuple[Finding, ...]) -> str:
+def summarize(counts: Counter[str]) -> str:
     """Rule codes with counts, in first-seen order: ``TM101=1,TM104=2``."""
-    counts = Counter(finding.code for finding in findings)
     return ",".join(f"{code}={count}" for code, count in counts.items())
 
 
