@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from proxy.memory import StoreUnavailable, open_store
+from proxy.memory import RECALL_BATCH, StoreUnavailable, open_store
 from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.redis import RedisStore
@@ -146,3 +146,15 @@ def test_open_store_by_url(redis_server: RedisServer) -> None:
         store = open_store(url, 5, 7)
         assert isinstance(store, RedisStore) and store.backend == "redis"
         assert (store.ttl_seconds, store.max_entries) == (5, 7)
+
+
+async def test_a_recall_of_many_ids_is_looked_up_in_bounded_batches(backend: Backend, redis_server: RedisServer) -> None:
+    # One MGET of a huge history's ids would hold the server for every other client (issue 10 item 7).
+    store = backend.open()
+    store.peer_grace = 0
+    await store.remember("t", [turn("call_kept")])
+    assert await store.flush(HANG_GUARD)
+    redis_server.command(b"CONFIG", b"RESETSTAT")
+    ids = [*(f"call_unsigned{n}" for n in range(10 * RECALL_BATCH - 1)), "call_kept"]
+    assert set(await store.recall("t", ids)) == {"call_kept"}
+    assert stats(redis_server) == {"mget": 10}

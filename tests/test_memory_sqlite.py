@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from proxy.memory import StoreUnavailable, open_store
+from proxy.memory.guarded import GuardedStore
 from proxy.memory.sqlite import SqliteStore
+from tests.support.processes import HANG_GUARD
 from tests.support.store_contract import Backend, StoreContract, turn
 
 
@@ -77,3 +79,18 @@ async def test_a_file_that_cannot_be_written_makes_remember_and_ready_say_so(tmp
         await store.recall("t", ["call_elsewhere"])  # the guard turns this into "nothing recalled"
     await store.close()
     assert store.dropped == 2
+
+
+async def test_a_recall_of_more_ids_than_a_statement_takes_finds_them_and_the_store_stays_up(tmp_path: Path) -> None:
+    # SQLite bounds a statement's variables (32,766 by default, 250,000 in Debian's build); one client's
+    # huge history must not fail the recall, nor mark the store down for every tenant (issue 10 item 7).
+    too_many = sqlite3.connect(":memory:").getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
+    store.peer_grace = 0
+    guarded = GuardedStore(store)
+    await store.remember("t", [turn("call_kept")])
+    assert await store.flush(HANG_GUARD)
+    found = await guarded.recall("t", [*(f"call_unsigned{n}" for n in range(too_many)), "call_kept"])
+    assert set(found) == {"call_kept"}
+    assert guarded.available and guarded.failures == 0
+    await guarded.close()

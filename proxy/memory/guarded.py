@@ -1,7 +1,7 @@
 """The same failure behaviour for every store: the proxy serves on when its memory is down.
 
 ``GuardedStore`` wraps whichever store the app opened. When the store fails (an error, or a recall
-slower than ``RECALL_TIMEOUT``):
+slower than ``RECALL_TIMEOUT`` per ``RECALL_BATCH`` ids):
 
 - recall returns nothing, so orphan results follow ``--orphan-policy``; remember failures are swallowed
   (write-behind stores keep the turns and retry them on their own);
@@ -14,15 +14,17 @@ slower than ``RECALL_TIMEOUT``):
 
 import asyncio
 import logging
+import math
 import time
 
-from proxy.memory import Store
+from proxy.memory import RECALL_BATCH, Store
 from proxy.memory.backoff import Backoff
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
 
-#: Seconds a recall may take before the request goes on without it (and the store counts as down).
+#: Seconds a recall may take per ``RECALL_BATCH`` ids before the request goes on without it (and the store
+#: counts as down).
 RECALL_TIMEOUT = 1.0
 
 
@@ -46,7 +48,9 @@ class GuardedStore:
             self.skipped += 1
             return {}
         try:
-            async with asyncio.timeout(self.recall_timeout):
+            # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
+            # with a great many ids takes its time, but does not make the store look slow to everyone else.
+            async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
                 return await self.store.recall(tenant, ids)
         except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the request goes on
             self._failed("recall", exc)

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from proxy.memory import StoreUnavailable
+from proxy.memory import StoreUnavailable, batches
 from proxy.memory.backoff import Backoff
 from proxy.turns import Turn, call_ids
 
@@ -85,7 +85,8 @@ class WriteBehindStore:
         raise NotImplementedError
 
     async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
-        """The stored, unexpired turns of ``ids`` (absent ids are left out); raise on failure."""
+        """The stored, unexpired turns of ``ids`` (at most ``RECALL_BATCH``; absent ids are left out); raise
+        on failure."""
         raise NotImplementedError
 
     async def ping(self) -> None:
@@ -118,11 +119,17 @@ class WriteBehindStore:
         found = self._lookup_pending(tenant, ids)
         missing = [cid for cid in ids if cid not in found]
         if missing:
-            found.update(await self.fetch(tenant, missing))
+            found.update(await self._fetch_in_batches(tenant, missing))
             missing = [cid for cid in missing if cid not in found]
             if missing and self.peer_grace > 0:
                 await asyncio.sleep(self.peer_grace)
-                found.update(await self.fetch(tenant, missing))
+                found.update(await self._fetch_in_batches(tenant, missing))
+        return found
+
+    async def _fetch_in_batches(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        found: dict[str, Turn] = {}
+        for batch in batches(ids):
+            found.update(await self.fetch(tenant, batch))
         return found
 
     async def ready(self) -> bool:
