@@ -94,3 +94,18 @@ async def test_a_recall_of_more_ids_than_a_statement_takes_finds_them_and_the_st
     assert set(found) == {"call_kept"}
     assert guarded.available and guarded.failures == 0
     await guarded.close()
+
+
+async def test_a_pending_turn_past_its_ttl_is_not_recalled_from_the_write_behind_buffer(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=10, max_entries=100, clock=clock)
+    store.peer_grace, store.flush_timeout = 0, 0
+    store.linger = HANG_GUARD  # the writer waits: the turn stays in the pending buffer for this test
+    await store.remember("t", [turn("call_pending")])
+    assert set(await store.recall("t", ["call_pending"])) == {"call_pending"}  # read from the buffer
+    clock.now += 9.9
+    assert set(await store.recall("t", ["call_pending"])) == {"call_pending"}
+    clock.now += 0.2
+    assert await store.recall("t", ["call_pending"]) == {}  # expired, though still waiting to be written
+    assert store.pending == 1
+    await store.close()
