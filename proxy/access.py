@@ -1,7 +1,8 @@
 """Who may use a route: decided for the route the Router selected, never before.
 
 A route that sends the operator's own upstream key (``TOOLMEND_UPSTREAM_API_KEY`` or a route's
-``api_key_env``) admits only clients presenting one of ``TOOLMEND_API_KEYS`` as ``Authorization: Bearer``;
+``api_key_env``) admits only clients presenting one of toolmend's client keys as ``Authorization: Bearer``
+(``TOOLMEND_API_KEYS`` and the keys of the route file's named tenants, ``Settings.client_keys``);
 a route without a key of its own admits anyone, whose credentials go upstream as the client's own
 (``Upstream.request_headers`` keeps a toolmend key from ever going along). ``--require-client-key``
 refuses, on every route, requests that carry no credential at all.
@@ -47,5 +48,4 @@ class Access:
                          "'Authorization: Bearer <key>'.", "invalid_api_key")
 
     def presents_client_key(self, headers: RawHeaders) -> bool:
-        return any(name.lower() == b"authorization" and (key := credentials.bearer(value))
-                   and credentials.is_one_of(key, self.client_keys) for name, value in headers)
+        return any(credentials.is_one_of(key, self.client_keys) for key in credentials.bearer_tokens(headers))

@@ -25,6 +25,7 @@ from proxy.passthrough import pass_through
 from proxy.repair import Policy, detect_profile, get_profile
 from proxy.router import Router, UpstreamRoute
 from proxy.state import ProxyState
+from proxy.tenant import Tenancy
 from proxy.transport import FastTransport
 
 log = logging.getLogger("toolmend")
@@ -42,6 +43,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         upstream_transport = transport if transport is not None else FastTransport()
+        tenancy = _tenancy(settings)
 
         def route(upstream: str, profile: str, api_key: str | None, prefix: str | None = None, model: str | None = None) -> UpstreamRoute:
             chosen = detect_profile(upstream) if profile == "auto" else get_profile(profile)
@@ -49,15 +51,15 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             where = f"prefix {prefix}" if prefix else f"model {model}" if model else "default route"
             log.info("%s: forwarding to %s (profile %s, %s)", where, upstream, chosen.name, how)
             forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections,
-                               client_keys=settings.api_keys)
-            return UpstreamRoute(forward, chosen, prefix, model)
+                               client_keys=settings.client_keys)
+            return UpstreamRoute(forward, chosen, prefix, model, tenancy)
 
         memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries))
         app.state.proxy = ProxyState(
             settings=settings,
             router=Router(route(settings.upstream, settings.profile, settings.upstream_api_key),
                           tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes)),
-            access=Access(settings.api_keys, settings.require_client_key),
+            access=Access(settings.client_keys, settings.require_client_key),
             store=memory,
             policy=Policy(orphans=settings.orphan_policy),
             metrics=metrics,
@@ -89,6 +91,15 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
         exception_handlers={404: not_found, 405: not_allowed},
         lifespan=lifespan,
     )
+
+
+def _tenancy(settings: Settings) -> Tenancy:
+    if settings.tenant_scope == "upstream":
+        log.warning("--tenant-scope upstream: every client of an upstream shares one memory, so any client can recall any "
+                    "other's calls; meant for single-user deployments")
+    elif settings.tenants:
+        log.info("memory kept per named tenant for their keys: %s", ", ".join(tenant.name for tenant in settings.tenants))
+    return Tenancy(settings.tenant_scope, settings.tenants)
 
 
 async def _announce_memory(memory: GuardedStore, settings: Settings, given: bool) -> None:

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from proxy.credentials import key_list
 from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
 from proxy.memory import default_url as default_memory_url
 from proxy.memory import redact as redact_memory_url
 from proxy.repair import ORPHAN_POLICIES, PROFILES
 from proxy.routes import RouteError, RouteSpec, load_routes
+from proxy.tenant import TENANT_SCOPES, NamedTenant
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -79,7 +81,9 @@ SERVE_OPTIONS = (
     Option("require_client_key", False, "refuse requests that carry no credential at all (401)", flag),
     Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
     Option("log_format", "text", f"log format: {', '.join(LOG_FORMATS)}"),
-    Option("config", None, "TOML file of routes to more upstreams (path prefix or model pattern)"),
+    Option("config", None, "TOML file of routes to more upstreams (path prefix or model pattern) and of named tenants"),
+    Option("tenant_scope", "credential", "whose memory a request uses: credential (each its own), or upstream (every client of "
+                                         "an upstream shares one: only for single-user deployments)"),
 )
 
 
@@ -107,13 +111,20 @@ class Settings:
     log_level: str = "info"
     log_format: str = "text"
     config: str | None = None
+    tenant_scope: str = "credential"
     routes: tuple[RouteSpec, ...] = ()
+    tenants: tuple[NamedTenant, ...] = ()
     # Upstream-key mode: only from the environment, never from flags (they show up in `ps`).
     upstream_api_key: str | None = None
     api_keys: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
         _check(self)
+
+    @property
+    def client_keys(self) -> frozenset[str]:
+        """The keys toolmend admits on a route with a key of its own: TOOLMEND_API_KEYS and every tenant's."""
+        return self.api_keys.union(*(tenant.keys for tenant in self.tenants))
 
 
 def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> Settings:
@@ -133,11 +144,12 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> S
     values.setdefault("memory", default_memory_url(environ))
     if values.get("config"):
         try:
-            values["routes"] = tuple(load_routes(values["config"], environ))
+            route_file = load_routes(values["config"], environ)
         except RouteError as exc:
             raise ConfigError(str(exc)) from None
+        values["routes"], values["tenants"] = route_file.routes, route_file.tenants
     values["upstream_api_key"] = environ.get("TOOLMEND_UPSTREAM_API_KEY") or None
-    values["api_keys"] = frozenset(k.strip() for k in environ.get("TOOLMEND_API_KEYS", "").split(",") if k.strip())
+    values["api_keys"] = key_list(environ.get("TOOLMEND_API_KEYS", ""))
     return Settings(**values)
 
 
@@ -181,8 +193,13 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--log-format {s.log_format!r} is unknown; choose one of: {', '.join(LOG_FORMATS)}")
     if s.log_level not in LOG_LEVELS:
         raise ConfigError(f"--log-level {s.log_level!r} is unknown; choose one of: {', '.join(LOG_LEVELS)}")
-    if (s.upstream_api_key or any(route.api_key for route in s.routes)) and not s.api_keys:
+    if s.tenant_scope not in TENANT_SCOPES:
+        raise ConfigError(f"--tenant-scope {s.tenant_scope!r} is unknown; choose one of: {', '.join(TENANT_SCOPES)}")
+    if s.tenant_scope == "upstream" and s.tenants:
+        raise ConfigError("--tenant-scope upstream shares one memory per upstream: [[tenant]] tables in --config would have no effect; "
+                          "use one or the other")
+    if (s.upstream_api_key or any(route.api_key for route in s.routes)) and not s.client_keys:
         raise ConfigError(
-            "an upstream key is set (TOOLMEND_UPSTREAM_API_KEY or a route's api_key_env) but TOOLMEND_API_KEYS is empty: set TOOLMEND_API_KEYS to the "
-            "comma-separated keys clients must present, or the proxy would be an open relay for your key"
+            "an upstream key is set (TOOLMEND_UPSTREAM_API_KEY or a route's api_key_env) but TOOLMEND_API_KEYS is empty and no [[tenant]] "
+            "names keys: set TOOLMEND_API_KEYS to the comma-separated keys clients must present, or the proxy would be an open relay for your key"
         )

@@ -5,7 +5,7 @@ the client may use a route (``access``), and which credentials may reach an upst
 """
 
 import hmac
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from urllib.parse import unquote_to_bytes
 
 # OpenAI-style bearer tokens, Azure's api-key, Anthropic's x-api-key, Gemini's x-goog-api-key. The order is
@@ -40,6 +40,16 @@ def bearer(value: bytes) -> bytes | None:
     if not parts or parts[0].lower() != b"bearer":
         return None
     return parts[1].strip() if len(parts) > 1 else b""
+
+
+def bearer_tokens(headers: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
+    """The tokens of every ``Authorization: Bearer`` header: where toolmend's own keys are presented."""
+    return (key for name, value in headers if name.lower() == b"authorization" and (key := bearer(value)))
+
+
+def key_list(text: str) -> frozenset[str]:
+    """Keys from an environment variable holding them comma-separated (``TOOLMEND_API_KEYS``, a tenant's)."""
+    return frozenset(key.strip() for key in text.split(",") if key.strip())
 
 
 def token(value: bytes) -> bytes:

@@ -10,7 +10,7 @@ that cannot leave the upstream's base path is accepted; see ``upstream_path``.
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes
 
 from starlette.responses import Response
@@ -18,7 +18,7 @@ from starlette.responses import Response
 from proxy.errors import error_response
 from proxy.forward import RawHeaders, Upstream
 from proxy.repair import Profile
-from proxy.tenant import credential, tenant_id
+from proxy.tenant import Tenancy
 
 VERSION = b"/v1"
 # RFC 3986 path characters: unreserved, sub-delims, ':' and '@', '/', and %XX escapes. Nothing else ('\',
@@ -52,13 +52,14 @@ class UpstreamRoute:
     profile: Profile
     prefix: str | None = None
     model: str | None = None
+    tenancy: Tenancy = field(default_factory=Tenancy)
 
     def matches_model(self, model: object) -> bool:
         return self.model is not None and type(model) is str and fnmatch.fnmatchcase(model, self.model)
 
     def tenant(self, headers: RawHeaders, query: bytes) -> str:
-        """Memory is scoped by credential and upstream: one key against two upstreams has two memories."""
-        return tenant_id(credential(headers, query), self.upstream.base_url)
+        """Memory is scoped per upstream, then as ``Tenancy`` decides: one key against two upstreams has two memories."""
+        return self.tenancy.tenant(headers, query, self.upstream.base_url)
 
 
 class Router:

@@ -15,7 +15,15 @@ the default route::
     profile = "deepseek"                      # optional: else picked from the upstream's host
 
 A prefix route wins over a model route; the first matching model route wins; otherwise the default
-(``proxy/router.py`` decides). Keys never live in the file, only the names of the variables that hold them.
+(``proxy/router.py`` decides).
+
+The file may also name tenants, so that memory survives key rotation (``proxy/tenant.py``)::
+
+    [[tenant]]
+    name = "team-a"                           # memory belongs to the name, whichever of its keys a client presents
+    keys_env = "TEAM_A_KEYS"                  # comma-separated toolmend keys: client keys too, like TOOLMEND_API_KEYS
+
+Keys never live in the file, only the names of the variables that hold them; a key belongs to one tenant.
 """
 
 import os
@@ -25,10 +33,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from proxy.credentials import key_list
 from proxy.repair import PROFILES
+from proxy.tenant import NamedTenant
 
 PREFIX = re.compile(r"/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*")
 KEYS = frozenset(("prefix", "model", "upstream", "profile", "api_key_env"))
+# A tenant's name shows in start-up logs and goes into its id's hash: plain, and never a secret.
+TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+TENANT_KEYS = frozenset(("name", "keys_env"))
 
 
 class RouteError(ValueError):
@@ -44,7 +57,13 @@ class RouteSpec:
     api_key: str | None = None
 
 
-def load_routes(path: str, environ: Mapping[str, str] = os.environ) -> list[RouteSpec]:
+@dataclass(frozen=True)
+class RouteFile:
+    routes: tuple[RouteSpec, ...]
+    tenants: tuple[NamedTenant, ...]
+
+
+def load_routes(path: str, environ: Mapping[str, str] = os.environ) -> RouteFile:
     try:
         with open(path, "rb") as file:
             document = tomllib.load(file)
@@ -52,10 +71,13 @@ def load_routes(path: str, environ: Mapping[str, str] = os.environ) -> list[Rout
         raise RouteError(f"--config {path}: cannot read it ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise RouteError(f"--config {path}: not valid TOML ({exc})") from None
-    entries = document.get("route", [])
-    if set(document) - {"route"} or type(entries) is not list:
-        raise RouteError(f"--config {path}: expected only [[route]] tables")
-    return [_route(path, number, entry, environ) for number, entry in enumerate(entries, 1)]
+    routes, tenants = document.get("route", []), document.get("tenant", [])
+    if set(document) - {"route", "tenant"} or type(routes) is not list or type(tenants) is not list:
+        raise RouteError(f"--config {path}: expected only [[route]] and [[tenant]] tables")
+    named: list[NamedTenant] = []
+    for number, entry in enumerate(tenants, 1):
+        named.append(_tenant(path, number, entry, environ, named))
+    return RouteFile(tuple(_route(path, number, entry, environ) for number, entry in enumerate(routes, 1)), tuple(named))
 
 
 def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) -> RouteSpec:
@@ -87,3 +109,28 @@ def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) ->
         if not api_key:
             raise RouteError(f"{where}: api_key_env names {entry['api_key_env']!r}, which is not set in the environment")
     return RouteSpec(upstream=upstream, profile=profile, prefix=prefix, model=model, api_key=api_key)
+
+
+def _tenant(path: str, number: int, entry: object, environ: Mapping[str, str], earlier: list[NamedTenant]) -> NamedTenant:
+    where = f"--config {path}: tenant {number}"
+    if type(entry) is not dict:
+        raise RouteError(f"{where}: must be a table")
+    unknown = set(entry) - TENANT_KEYS
+    if unknown:
+        raise RouteError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TENANT_KEYS))}")
+    name = entry.get("name")
+    if type(name) is not str or not TENANT_NAME.fullmatch(name):
+        raise RouteError(f"{where}: 'name' must be up to 64 letters, digits, '.', '_' or '-', such as \"team-a\"")
+    where = f"{where} ({name!r})"
+    if any(tenant.name == name for tenant in earlier):
+        raise RouteError(f"{where}: another tenant has this name; give each its own")
+    variable = entry.get("keys_env")
+    if type(variable) is not str or not variable:
+        raise RouteError(f"{where}: 'keys_env' must name the environment variable holding the tenant's comma-separated keys")
+    keys = key_list(environ.get(variable, ""))
+    if not keys:
+        raise RouteError(f"{where}: keys_env names {variable!r}, which is not set or holds no keys")
+    for tenant in earlier:
+        if keys & tenant.keys:  # which key is never said: errors are logged
+            raise RouteError(f"{where}: a key in {variable} is also a key of tenant {tenant.name!r}; a key belongs to one tenant")
+    return NamedTenant(name, keys)

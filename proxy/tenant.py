@@ -1,26 +1,71 @@
-"""Who a request belongs to, for scoping the tool-call memory.
+"""Who a request belongs to, for scoping the tool-call memory: ``Tenancy`` decides, for a route's upstream.
 
-A tenant is a hash of the credentials the client presented plus the upstream URL: two clients with
-different keys can never recall each other's calls, and the same key against two upstreams gets two
+By default a tenant is a hash of the credentials the client presented plus the upstream URL: two clients
+with different keys can never recall each other's calls, and the same key against two upstreams gets two
 memories. Only the hash is kept or logged, never the credential. Clients that present no credential at
 all share one tenant per upstream (``--require-client-key`` refuses them instead).
 
-The formula, kept stable so an upgrade keeps every tenant's memory::
+A key rotates, and memory keyed by it would be lost with it. So the route file may name tenants, each with
+the toolmend keys that belong to it (``[[tenant]]`` in ``proxy/routes.py``): a client presenting one of them
+as ``Authorization: Bearer`` belongs to that tenant, whose id hashes its name, never a key. And
+``--tenant-scope upstream`` gives every client of an upstream one shared tenant (single-user deployments).
+
+The formulas, kept stable so an upgrade keeps every tenant's memory::
 
     credential = authorization 0x1F api-key 0x1F x-api-key [0x1F x-goog-api-key [0x1F key-params]]
     tenant     = sha256(credential 0x1E upstream-url).hexdigest()[:32]
+    named      = sha256(0x00 "tenant" 0x1F name 0x1E upstream-url).hexdigest()[:32]
+    shared     = sha256(0x00 "upstream" 0x1E upstream-url).hexdigest()[:32]
 
 Each field is the header value as sent (empty when absent); key-params are the raw values of the ``key``
 query parameters joined by ``&``. The bracketed fields came later and appear only when present, which
-leaves the tenant of every client that uses none of them as it was.
+leaves the tenant of every client that uses none of them as it was. The leading NUL keeps named and shared
+tenants apart from every credential's: HTTP refuses NUL in a header value, and a query must be printable.
 """
 
 import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from proxy import credentials
 
 # The carriers of the original formula: always in it, present or not.
 ORIGINAL_FIELDS = 3
+# credential: every client its own memory (per upstream). upstream: every client of an upstream shares one,
+# so any client can recall any other's calls.
+TENANT_SCOPES = ("credential", "upstream")
+
+
+@dataclass(frozen=True)
+class NamedTenant:
+    """A tenant of the route file: its name and the toolmend keys that belong to it (any may rotate)."""
+
+    name: str
+    keys: frozenset[str]
+
+
+class Tenancy:
+    """Whose memory a request uses: a named tenant's, the upstream's shared one, or its credential's."""
+
+    def __init__(self, scope: str = "credential", tenants: Iterable[NamedTenant] = ()) -> None:
+        self.shared = scope == "upstream"
+        self._tenants = tuple((tenant.name, frozenset(key.encode() for key in tenant.keys)) for tenant in tenants)
+
+    def tenant(self, headers: list[tuple[bytes, bytes]], query: bytes, upstream: str) -> str:
+        if self.shared:
+            return shared_tenant_id(upstream)
+        name = self.named(headers) if self._tenants else None
+        if name is not None:
+            return named_tenant_id(name, upstream)
+        return tenant_id(credential(headers, query), upstream)
+
+    def named(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+        """The tenant whose key the client presents as ``Authorization: Bearer``, as ``Access`` reads it."""
+        for key in credentials.bearer_tokens(headers):
+            for name, keys in self._tenants:
+                if credentials.is_one_of(key, keys):
+                    return name
+        return None
 
 
 def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"") -> bytes:
@@ -33,4 +78,16 @@ def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"") -> bytes:
 
 
 def tenant_id(credential_value: bytes, upstream: str) -> str:
-    return hashlib.sha256(credential_value + b"\x1e" + upstream.encode()).hexdigest()[:32]
+    return _digest(credential_value, upstream)
+
+
+def named_tenant_id(name: str, upstream: str) -> str:
+    return _digest(b"\x00tenant\x1f" + name.encode(), upstream)
+
+
+def shared_tenant_id(upstream: str) -> str:
+    return _digest(b"\x00upstream", upstream)
+
+
+def _digest(who: bytes, upstream: str) -> str:
+    return hashlib.sha256(who + b"\x1e" + upstream.encode()).hexdigest()[:32]

@@ -89,7 +89,7 @@ def test_a_route_key_without_client_keys_is_refused(tmp_path: Path) -> None:
 
 
 def test_routes_parse(tmp_path: Path) -> None:
-    prefix, model = load_routes(routes_file(tmp_path), {"TEST_MISTRAL_KEY": "k"})
+    prefix, model = load_routes(routes_file(tmp_path), {"TEST_MISTRAL_KEY": "k"}).routes
     assert (prefix.prefix, prefix.api_key, model.model, model.profile) == ("/mistral", "k", "deepseek-*", "deepseek")
 
 

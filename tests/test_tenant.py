@@ -3,7 +3,7 @@
 import hashlib
 
 from proxy import credentials
-from proxy.tenant import credential, tenant_id
+from proxy.tenant import NamedTenant, Tenancy, credential, named_tenant_id, shared_tenant_id, tenant_id
 
 UP = "https://api.openai.com/v1"
 
@@ -85,3 +85,32 @@ def test_credential_carriers_and_bearer_tokens():
     assert credentials.present([(b"X-Goog-Api-Key", b"g")], b"") and credentials.present([], b"k%65y=q")
     drop_q1 = credentials.without_params(b"a=1&key=q1&&k%65y=q2&key=q3", lambda value: value in (b"q1", b"q2"))
     assert drop_q1 == b"a=1&&key=q3"
+
+
+# --- named tenants and --tenant-scope upstream (issue 14 item 3): no key in the formula -------------------
+
+
+def test_a_named_tenant_is_its_name_and_upstream_whichever_key_the_client_presents():
+    tenancy = Tenancy(tenants=[NamedTenant("team-a", frozenset({"tm-a1", "tm-a2"})), NamedTenant("team-b", frozenset({"tm-b1"}))])
+    a1, a2, b1 = (tenancy.tenant([(b"authorization", b"Bearer " + key)], b"", UP) for key in (b"tm-a1", b"tm-a2", b"tm-b1"))
+    assert a1 == a2 == named_tenant_id("team-a", UP) != b1
+    assert tenancy.tenant([(b"authorization", b"Bearer tm-a1")], b"", "http://other/v1") != a1
+    # A key outside every tenant, or one sent in another carrier, is a credential as before.
+    assert tenancy.tenant([(b"authorization", b"Bearer tm-solo")], b"", UP) == tenant([(b"authorization", b"Bearer tm-solo")])
+    assert tenancy.tenant([(b"x-api-key", b"tm-a1")], b"", UP) == tenant([(b"x-api-key", b"tm-a1")])
+
+
+def test_named_and_shared_tenant_values_are_the_documented_formula_literally():
+    assert named_tenant_id("team-a", UP) == hashlib.sha256(b"\x00tenant\x1fteam-a\x1e" + UP.encode()).hexdigest()[:32]
+    assert named_tenant_id("team-a", UP) == "f08d035df0bbd6c40a80d77fa23df78a"
+    assert shared_tenant_id(UP) == hashlib.sha256(b"\x00upstream\x1e" + UP.encode()).hexdigest()[:32]
+    assert shared_tenant_id(UP) == "885b266d75d3259bbc5077d150b45140"
+    # Neither can be a credential's tenant: no credential starts with NUL (HTTP refuses it in a header value).
+    assert shared_tenant_id(UP) not in (tenant([]), named_tenant_id("upstream", UP))
+
+
+def test_tenant_scope_upstream_gives_every_client_of_an_upstream_one_tenant():
+    shared = Tenancy(scope="upstream")
+    clients = [[(b"authorization", b"Bearer sk-a")], [(b"api-key", b"k")], []]
+    assert {shared.tenant(headers, b"key=q", UP) for headers in clients} == {shared_tenant_id(UP)}
+    assert shared.tenant([], b"", "http://other/v1") != shared_tenant_id(UP)
