@@ -70,6 +70,7 @@ def serve_forever(settings: Settings) -> None:
     logs.configure(settings.log_level, settings.log_format)
     common = dict(
         http=http_protocol(settings),  # the limits on what a client may hold (proxy/server.py)
+        ws="none",  # no WebSocket routes; an upgraded connection would leave the limits behind
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,

@@ -10,8 +10,9 @@ the settings, not by the client.
 - A client that takes none of its answer for ``--client-timeout`` is disconnected: the relay sees the
   disconnect (``disconnect.client_watch``), closes the upstream stream and frees its upstream slot.
 - At ``--max-connections`` open connections, a new one closes the connection that has waited longest for
-  its head (a slowloris or an idle keep-alive one), never one whose request is in flight; only when every
-  connection has a request in flight is the new one refused (503).
+  its head (a slowloris or an idle keep-alive one; before them, one refused and lingering over its
+  answer), never one whose request is in flight; only when every connection has a request in flight is
+  the new one refused (503). So at most one connection over the limit is ever open.
 
 Counts are per server process: with ``--workers`` each worker keeps its own.
 """
@@ -48,15 +49,17 @@ class ServerLimits:
 
 
 class Connections:
-    """One server's open connections: how many, and which wait for a head, longest waiting first."""
+    """One server's open connections: how many, and which may be closed to make room."""
 
     def __init__(self, limits: ServerLimits) -> None:
         self.limits = limits
         self.open = 0
-        self.waiting: dict[GuardedHttpProtocol, None] = {}  # insertion order is waiting order
+        # Insertion order is waiting order. Refused connections lingering over their answer go first.
+        self.refused: dict[GuardedHttpProtocol, None] = {}
+        self.waiting: dict[GuardedHttpProtocol, None] = {}
 
-    def longest_waiting(self) -> GuardedHttpProtocol | None:
-        return next(iter(self.waiting), None)
+    def to_close_first(self) -> GuardedHttpProtocol | None:
+        return next(iter(self.refused), None) or next(iter(self.waiting), None)
 
 
 def http_protocol(settings: Settings) -> functools.partial[GuardedHttpProtocol]:
@@ -83,15 +86,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         connections = self.client_connections
-        if connections.open >= self.limits.max_connections:
-            oldest = connections.longest_waiting()
-            if oldest is None:
+        connections.open += 1
+        self.counted = True
+        if connections.open > self.limits.max_connections:
+            victim = connections.to_close_first()
+            if victim is None:  # still counted, and the first to go when the next one comes
                 self._refuse(503, f"toolmend is at its limit of {self.limits.max_connections} open connections, each with a "
                                   "request in flight (--max-connections); retry shortly.", "server_busy")
                 return
-            oldest._close()
-        connections.open += 1
-        self.counted = True
+            victim._close()
         self._await_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -201,10 +204,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def _refuse(self, status: int, message: str, code: str) -> None:
         """Answer with an error and stop reading requests; the client gets LINGER_SECONDS to read it and go."""
         self.refused = True
-        self._forget()
+        self.client_connections.waiting.pop(self, None)
+        self._cancel_deadline()
         if self.cycle is not None and not self.cycle.response_complete:
             self.transport.abort()  # an answer is being written on this connection: an error cannot go in between
             return
+        self.client_connections.refused[self] = None
         body = error_body(message, code=code)
         self.transport.write(b"".join((
             STATUS_LINE[status], b"content-type: application/json\r\ncontent-length: ", str(len(body)).encode(),
@@ -216,7 +221,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _close(self) -> None:
         self._forget()
-        self.transport.close()
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()  # close() would wait for a client that is not reading
+        else:
+            self.transport.close()
 
     def _forget(self) -> None:
         """No longer counted against --max-connections, and no timer left running."""
@@ -224,6 +232,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self.counted = False
             self.client_connections.open -= 1
         self.client_connections.waiting.pop(self, None)
+        self.client_connections.refused.pop(self, None)
         self._cancel_deadline()
         if self.write_deadline is not None:
             self.write_deadline.cancel()

@@ -263,3 +263,22 @@ async def test_at_the_connection_cap_slow_clients_make_room_and_requests_in_flig
                     sock.close()
     assert legitimate.status_code == 200
     assert kept.status_code == 200 and kept.json() == {"object": "list", "data": []}
+
+
+async def test_when_every_connection_has_a_request_in_flight_a_new_one_gets_503_and_none_is_dropped() -> None:
+    cap = 16
+    async with upstream_and_proxy("--max-connections", str(cap)) as (upstream, server, proxy):
+        limits = httpx.Limits(max_connections=cap)
+        async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS, limits=limits) as client:
+            held = [asyncio.create_task(client.get("/v1/held")) for _ in range(cap)]
+            await eventually(lambda: sum(r.target == b"/v1/held" for r in server.requests) == cap, "every request in flight")
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(b"GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            async with asyncio.timeout(GENEROUS):
+                refused = await reader.read()
+            writer.close()
+            upstream.release.set()
+            kept = await asyncio.gather(*held)
+    assert refused.startswith(b"HTTP/1.1 503 "), refused[:200]
+    assert orjson.loads(refused.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "server_busy"
+    assert [answer.status_code for answer in kept] == [200] * cap
