@@ -13,18 +13,23 @@ if it remembers the exact ``tool_calls`` the upstream originally sent, so every 
 Both return :class:`~proxy.turns.Turn` dicts, one per choice that made tool calls. The module is pure (no
 I/O, no web framework): capture must never break the relay, so nothing here raises on bad input; it keeps
 what it can understand and silently skips the rest.
+
+What capture holds is bounded by :class:`CaptureLimit` (``--max-capture-bytes``): an answer larger than
+that, JSON or stream, is still relayed in full, but its calls are not remembered. A hostile or broken
+upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from proxy.turns import Turn, make_turn
 
-__all__ = ["StreamCapture", "turns_from_json"]
+__all__ = ["CaptureLimit", "StreamCapture", "turns_from_json"]
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -33,6 +38,16 @@ _BOM = b"\xef\xbb\xbf"
 # is stream bookkeeping and is absent from non-streaming calls, so it is not kept.
 _CALL_KEYS = frozenset(("index", "id", "type", "function"))
 _FUNCTION_KEYS = frozenset(("name", "arguments"))
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureLimit:
+    """How many bytes of one answer capture may read, and whom to tell when an answer is larger.
+
+    ``gave_up`` is called once per such answer with why: ``"json"`` (a JSON answer) or ``"stream"``."""
+
+    max_bytes: int
+    gave_up: Callable[[str], None]
 
 
 def _text(value: Any) -> str | None:
@@ -226,6 +241,8 @@ class StreamCapture:
 
     Feed it the raw network chunks in order, exactly as relayed; :meth:`turns` can be asked at any time.
     Only the unfinished last line is buffered, each complete event is parsed once, and nothing raises.
+    Once the stream passes ``max_bytes`` the capture lets go of everything it held, reads nothing more and
+    sets ``abandoned``: the relay goes on, and :meth:`turns` is empty.
 
     If the stream is cut off, :meth:`turns` returns the calls that already have an id, with their
     ``arguments`` kept as received so far (possibly incomplete JSON): the ids are what recall needs, and
@@ -233,9 +250,12 @@ class StreamCapture:
     counted, as the SSE spec prescribes.
     """
 
-    __slots__ = ("_tail", "_data", "_skip_lf", "_started", "_choices")
+    __slots__ = ("max_bytes", "abandoned", "_read", "_tail", "_data", "_skip_lf", "_started", "_choices")
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self.max_bytes = max_bytes
+        self.abandoned = False
+        self._read = 0  # bytes fed so far
         self._tail: list[bytes] = []  # pieces of the unfinished line; joined once, when it completes
         self._data: list[bytes] = []  # ``data:`` values of the event being read
         self._skip_lf = False  # the previous chunk ended in ``\r``: a leading ``\n`` completes that CRLF
@@ -244,11 +264,23 @@ class StreamCapture:
 
     def feed(self, chunk: bytes | bytearray | memoryview | str) -> None:
         """Consume one raw chunk of the stream. Never raises."""
+        if self.abandoned:
+            return
         try:
+            self._read += len(chunk)
+            if self.max_bytes is not None and self._read > self.max_bytes:
+                self._abandon()
+                return
             self._feed(chunk)
         except Exception:
             # Capture is best effort; the relay must go on even if this reader is confused.
             pass
+
+    def _abandon(self) -> None:
+        self.abandoned = True
+        self._tail.clear()
+        self._data.clear()
+        self._choices.clear()
 
     def _feed(self, chunk: Any) -> None:
         if type(chunk) is not bytes:

@@ -17,6 +17,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from proxy.access import Denied
+from proxy.capture import CaptureLimit
 from proxy.config import Settings
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import error_response
@@ -81,7 +82,8 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
     async def remember(turns: list[Turn]) -> None:
         await state.store.remember(tenant, turns)
 
-    return await relay_chat(answer, remember, extra_headers)
+    limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
+    return await relay_chat(answer, remember, limit, extra_headers)
 
 
 async def _read_request(request: Request, settings: Settings) -> tuple[bytes, dict]:

@@ -30,6 +30,12 @@ class Metrics:
         self.recalls = Counter("toolmend_memory_recalls", "Call ids looked up in memory, by backend and result (hit, miss, error).",
                                ["backend", "result"], registry=r)
         self.upstream_errors = Counter("toolmend_upstream_errors", "Upstream failures, by kind.", ["kind"], registry=r)
+        self.capture_abandoned = Counter(
+            "toolmend_capture_abandoned", "Answers relayed without remembering their calls: larger than --max-capture-bytes; "
+            "by kind of answer (json, stream).", ["reason"], registry=r)
+
+    def capture_gave_up(self, reason: str) -> None:
+        self.capture_abandoned.labels(reason).inc()
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text, summed over every worker in multiprocess mode."""
