@@ -1,12 +1,31 @@
-"""Shared fixtures: a strict upstream and the proxy in front of it, both under real uvicorn on loopback."""
+"""Shared fixtures: a strict upstream and the proxy in front of it, both under real uvicorn on loopback.
+
+Hypothesis runs the ``ci`` profile unless ``TOOLMEND_HYPOTHESIS=campaign`` asks for the long random run:
+
+* ``ci`` (the default, and what CI runs): derandomized, so every run tries the same examples and a red
+  build is a real bug, never bad luck; no example database, so a failure a developer's ``.hypothesis/``
+  remembers cannot make a local run differ from CI's; no deadline, so a loaded machine cannot fail a test.
+* ``campaign``: random, each property runs ``TOOLMEND_HYPOTHESIS_EXAMPLES`` examples (default 5,000, see
+  tests/support/hypothesis_budget.py) and failures are kept in ``.hypothesis/`` to replay:
+  ``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/test_repair_properties.py``.
+  Pin what a campaign finds as an ``@example`` next to the property, so CI runs it from then on.
+"""
 
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from proxy.app import create_app
 from proxy.config import Settings
+from tests.support.hypothesis_budget import PROFILE
 from tests.support.strict_upstream import Recorder, make_strict_upstream, serve
+
+# too_slow measures time: on a busy machine it would fail a test that is otherwise deterministic.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("campaign", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(PROFILE)
 
 # A leading orphan repaired by synthesis opens the history with a call turn: OpenAI accepts that; only
 # Gemini's GE-3 (S12) does not, and that is the gemini profile's business.

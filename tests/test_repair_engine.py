@@ -155,3 +155,34 @@ def test_orphan_call_ids_lists_only_undeclared_results() -> None:
 def test_unknown_policy_is_refused() -> None:
     with pytest.raises(ValueError, match="orphan policy"):
         Policy(orphans="ignore")
+
+
+@pytest.mark.parametrize("policy", ["synthesize", "drop", "reject"])
+def test_split_turn_restored_from_memory_declares_each_call_once(policy: str) -> None:
+    # Issue 15: a parallel turn stored as [c0], [], [c2, c3] with c1's call lost; memory restores the turn.
+    calls = [call(f"c{n}", arguments=f'{{"n": {n}}}') for n in range(4)]
+    parts = [{"role": "assistant", "content": None, "tool_calls": part} for part in ([calls[0]], [], calls[2:])]
+    results = [result(f"c{n}", f"{n}C") for n in range(4)]
+    messages, findings = fix([USER, *parts, *results], memory(turn(*calls)), orphans=policy)
+    assert messages == [USER, {"role": "assistant", "content": None, "tool_calls": calls}, *results]
+    assert [f.code for f in findings if f.code == "TM101"] == ["TM101"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "policy"),
+    [
+        # Issue 15: TM204 empties the call list, TM101 drops the unknown result, TM109 the empty assistant.
+        ([{"role": "assistant", "content": None, "tool_calls": []}, result("call_0", "x")], "drop"),
+        ([result("x1"), result("x2")], "drop"),
+        ([{"role": "assistant", "content": None}], "synthesize"),
+        ([{"role": "assistant", "content": ""}, {"role": "assistant", "content": []}], "reject"),
+    ],
+)
+def test_a_repair_that_would_leave_no_message_rejects_the_request(messages: list, policy: str) -> None:
+    body = {"model": "gpt-4o", "messages": messages}
+    snapshot = copy.deepcopy(body)
+    outcome = repair(body, policy=Policy(orphans=policy))
+    assert outcome.rejected is not None and outcome.rejected.code == "TM210" and outcome.rejected.index == 0
+    assert outcome.rejected in outcome.findings and outcome.body is body and not outcome.changed
+    assert body == snapshot
+

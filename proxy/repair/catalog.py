@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from proxy.repair.profiles import PROFILES
-from proxy.repair.rules import UNIVERSAL
+from proxy.repair.rules import FINAL, UNIVERSAL
 
 SECTIONS = ("Bad:", "Recalled:", "Good:")
 
@@ -57,4 +57,4 @@ def all_rules() -> list[RuleDoc]:
     for name, profile in PROFILES.items():
         for rule in profile.rules:
             users.setdefault(rule, []).append(name)
-    return [describe(rule) for rule in UNIVERSAL] + [describe(rule, tuple(names)) for rule, names in users.items()]
+    return [describe(rule) for rule in (*UNIVERSAL, *FINAL)] + [describe(rule, tuple(names)) for rule, names in users.items()]

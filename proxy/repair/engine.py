@@ -11,7 +11,7 @@ from proxy.repair.context import Context, Recall
 from proxy.repair.findings import Finding, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import Profile, get_profile
-from proxy.repair.rules import UNIVERSAL, malformed_message
+from proxy.repair.rules import FINAL, UNIVERSAL, malformed_message
 from proxy.turns import Turn
 
 DEFAULT_POLICY = Policy()
@@ -94,7 +94,7 @@ def repair(
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
     ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy, profile)
     try:
-        for rule in (*UNIVERSAL, *profile.rules):
+        for rule in (*UNIVERSAL, *profile.rules, *FINAL):
             rule.apply(ctx)
             if ctx.rejected is not None:
                 return Result(body, tuple(ctx.findings), ctx.rejected)

@@ -2,7 +2,8 @@
 
 Order matters: the rules that give every call and result an id come first, then the id rules, then the
 orphan rule (which needs every declared id), then the call-shape rules (so calls re-inserted from memory
-are checked too), then the block rules, and cleanup last. Each rule
+are checked too), then the block rules, and cleanup last; ``FINAL`` runs after the profile's rules too.
+Each rule
 is one module with ``RULE`` (code, name, provider rule ids), a Bad/Good docstring and ``apply(ctx)``.
 """
 
@@ -10,6 +11,7 @@ from proxy.repair.rules import (
     duplicate_call_id,
     duplicate_tool_result,
     empty_assistant_message,
+    empty_history,
     empty_tool_calls,
     interleaved_message,
     invalid_arguments,
@@ -50,3 +52,6 @@ UNIVERSAL = (
     empty_assistant_message,
     long_call_id,
 )
+
+# After every other rule, the profile's included: the one decision about what they left of the history.
+FINAL = (empty_history,)

@@ -66,8 +66,6 @@ def apply(ctx: Context) -> None:
         else:
             declared.add(rid)
             position += _synthesize(ctx, position, synthesized)
-    if not ctx.messages:  # every message was an unknown orphan: an empty history is no request at all
-        ctx.reject(RULE, orphans[0], "every message is a tool result of an unknown call; dropping them leaves nothing to send")
 
 
 def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holders: dict[str, Message]) -> int:
@@ -79,16 +77,25 @@ def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holder
     restored.add(key)
     calls: list[dict[str, Any]] = orjson.loads(orjson.dumps(turn["tool_calls"]))  # never alias the memory
     ids = ", ".join(call_id(call) or "?" for call in calls)
-    # A kept assistant message that still declares some of the turn's calls gets the missing ones back.
-    holder = next((holders[cid] for cid in map(call_id, calls) if cid in holders), None)
-    if holder is not None:
+    # Kept assistant messages that still declare some of the turn's calls (one, or several when the client
+    # stored the turn split apart, with other messages between the parts): the first gets the whole turn.
+    turn_ids = {call_id(call) for call in calls}
+    holding = [m for m in ctx.messages if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)]
+    if holding:
+        holder, parts = holding[0], holding[1:]
         # The turn's calls in the turn's order (the client's copy where it kept one), then any calls of the
         # holder the turn does not know (a later turn that reused an id): nothing declared is lost.
-        kept = {call_id(call): call for call in holder["tool_calls"]}
-        turn_ids = {call_id(call) for call in calls}
+        kept = {call_id(call): call for m in holding for call in m["tool_calls"] if call_id(call) in turn_ids}
         own = [call for call in holder["tool_calls"] if call_id(call) not in turn_ids]
         holder["tool_calls"] = [kept.get(call_id(call), call) for call in calls] + own
-        ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory", position)
+        for part in parts:  # each call is declared once (S4): the other parts keep only calls of their own
+            rest = [call for call in part["tool_calls"] if call_id(call) not in turn_ids]
+            if rest:
+                part["tool_calls"] = rest
+            else:
+                del part["tool_calls"]  # left without calls: TM109 removes it unless it has text
+        gathered = f", gathered from {len(holding)} assistant messages" if parts else ""
+        ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory{gathered}", position)
         return 1
     previous = ctx.messages[position - 1] if position > 0 else None
     if is_assistant(previous) and not is_call_turn(previous):
