@@ -72,7 +72,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.client_connections = connections
         self.limits = connections.limits
-        self.counted = False  # in connections_.open
+        self.counted = False  # in client_connections.open
         self.refused = False  # answered with an error: input is dropped from now on
         self.heads_begun = 0
         self.head_open = False
