@@ -1,14 +1,20 @@
 """``sqlite:///path``: the contract every shared store keeps, plus what is particular to the file."""
 
+import logging
+import os
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from proxy.memory import StoreUnavailable, open_store
+from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.sqlite import SqliteStore
-from tests.support.processes import HANG_GUARD
+from tests.support.processes import HANG_GUARD, eventually
+from tests.support.proxy_fixtures import running_proxy
 from tests.support.store_contract import Backend, StoreContract, turn
 
 
@@ -109,3 +115,51 @@ async def test_a_pending_turn_past_its_ttl_is_not_recalled_from_the_write_behind
     assert await store.recall("t", ["call_pending"]) == {}  # expired, though still waiting to be written
     assert store.pending == 1
     await store.close()
+
+
+async def test_a_deleted_file_marks_the_store_down_then_a_fresh_file_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Deleted under an open connection, the file would take every later turn with it, silently (issue 10 item 11).
+    path = tmp_path / "m.db"
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
+    store.peer_grace = 0
+    async with running_proxy(store=store) as proxy:
+        guarded = proxy.state.store
+        await guarded.remember("t", [turn("call_before")])
+        assert await store.flush(HANG_GUARD)
+        path.unlink()
+        with caplog.at_level(logging.WARNING, logger="toolmend"):
+            readyz = (await proxy.client.get("/readyz")).json()
+        assert readyz["status"] == "degraded" and not guarded.available
+        assert "deleted or replaced" in caplog.text
+        await eventually(lambda: guarded.available, "the store back on a fresh file")
+        await guarded.remember("t", [turn("call_after")])
+        assert await store.flush(HANG_GUARD)
+        assert (await proxy.client.get("/readyz")).json()["status"] == "ready"
+    db = sqlite3.connect(path)  # the file at the path is the one written to now
+    assert [row[0] for row in db.execute("SELECT call_id FROM calls")] == ["call_after"]
+    db.close()
+
+
+@pytest.mark.skipif(shutil.which("chattr") is None or os.geteuid() != 0, reason="needs chattr and root")
+async def test_an_immutable_shm_file_marks_the_store_down_instead_of_crashing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # SQLite maps an -shm it cannot write read-only; a write through it killed the process with SIGBUS.
+    path = tmp_path / "m.db"
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
+    store.peer_grace = 0
+    guarded = GuardedStore(store, backoff=Backoff(initial=0.05, maximum=0.2))
+    await guarded.remember("t", [turn("call_before")])
+    assert await store.flush(HANG_GUARD)
+    shm = tmp_path / "m.db-shm"
+    if subprocess.run(["chattr", "+i", str(shm)], capture_output=True).returncode != 0:
+        pytest.skip("this file system does not support the immutable attribute")
+    try:
+        with caplog.at_level(logging.WARNING, logger="toolmend"):
+            assert await guarded.recall("t", ["call_before"]) == {}
+            await guarded.remember("t", [turn("call_during")])
+            assert not await store.flush(0)  # kept pending; nothing was written through the read-only map
+        assert not guarded.available and "-shm is not writable" in caplog.text
+    finally:
+        subprocess.run(["chattr", "-i", str(shm)], check=True)
+    await eventually(lambda: guarded.available, "the store back once -shm is writable")
+    assert set(await guarded.recall("t", ["call_before", "call_during"])) == {"call_before", "call_during"}
+    await guarded.close()

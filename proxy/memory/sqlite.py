@@ -14,9 +14,20 @@ across processes); remembering a call id again replaces its row.
 Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned,
 and the writer deletes them at most once a second), and only the newest ``max_entries`` turns are kept:
 each batch deletes the oldest beyond that.
+
+Faults of the file itself are checked before every use of a connection (two ``stat`` calls), and raise
+``StoreUnavailable``, which the guard reports (log line, ``x-toolmend-memory: unavailable``, ``/readyz``):
+
+- the file was deleted or replaced under an open connection (which would otherwise go on writing to a file
+  nobody can open again): the connection is closed, and the next use opens the file at the path afresh;
+- the ``-shm`` file (the WAL index, which every connection maps into memory) is not writable, e.g.
+  immutable: SQLite would map it read-only, and a write through the mapping, or another process
+  shrinking it, kills the process with SIGBUS. Connections are closed and none is opened until it is
+  writable again.
 """
 
 import asyncio
+import os
 import sqlite3
 import threading
 import time
@@ -26,6 +37,7 @@ from pathlib import Path
 
 import orjson
 
+from proxy.memory import StoreUnavailable
 from proxy.memory.writebehind import Write, WriteBehindStore
 from proxy.turns import Turn, call_ids
 
@@ -55,7 +67,8 @@ class SqliteStore(WriteBehindStore):
         self._writer_thread = ThreadPoolExecutor(1, thread_name_prefix="toolmend-sqlite-writer")
         self._reader_threads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="toolmend-sqlite-reader")
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._connections: list[sqlite3.Connection] = []  # every open one, for shutdown
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file the connections have open
         self._lock = threading.Lock()
 
     async def write(self, batch: list[Write]) -> None:
@@ -120,11 +133,35 @@ class SqliteStore(WriteBehindStore):
         return found
 
     def _connection(self) -> sqlite3.Connection:
+        """This thread's connection, once the file checks out (see the module's docstring)."""
         db = getattr(self._local, "db", None)
+        shm = self.path + "-shm"
+        if os.path.exists(shm) and not os.access(shm, os.W_OK):
+            self._discard(db)
+            raise StoreUnavailable(f"{shm} is not writable (immutable or read-only); SQLite cannot share its WAL index safely")
+        at_path = _identity(self.path)
+        if self._file is not None and at_path != self._file:
+            self._file = None  # reported once: the next use adopts the file at the path
+            self._discard(db)
+            raise StoreUnavailable(f"{self.path} was deleted or replaced while open; turns written to it since are lost, "
+                                   "and the file at the path is opened afresh")
+        if db is not None and self._local.file != at_path:
+            self._discard(db)  # another thread found the file replaced and said so
+            db = None
         if db is None:
             db = self._open()
-            self._local.db = db
+            self._local.db, self._local.file = db, _identity(self.path)
+            if self._file is None:
+                self._file = self._local.file
         return db
+
+    def _discard(self, db: sqlite3.Connection | None) -> None:
+        if db is None:
+            return
+        self._local.db = None
+        with self._lock:
+            self._connections.remove(db)
+        db.close()
 
     def _open(self) -> sqlite3.Connection:
         directory = Path(self.path).parent
@@ -153,3 +190,11 @@ class SqliteStore(WriteBehindStore):
                 db.close()
             self._connections.clear()
 
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, None if there is none."""
+    try:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return found.st_dev, found.st_ino
