@@ -65,9 +65,10 @@ def serve_forever(settings: Settings) -> None:
     import uvicorn
 
     from proxy.app import create_app
-    from proxy.server import http_protocol
+    from proxy.server import http_protocol, raise_descriptor_limit
 
     logs.configure(settings.log_level, settings.log_format)
+    raise_descriptor_limit(settings)  # before the workers start: they inherit it
     common = dict(
         http=http_protocol(settings),  # the limits on what a client may hold (proxy/server.py)
         ws="none",  # no WebSocket routes; an upgraded connection would leave the limits behind

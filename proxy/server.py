@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import resource
 from dataclasses import dataclass
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
@@ -60,6 +61,37 @@ class Connections:
 
     def to_close_first(self) -> GuardedHttpProtocol | None:
         return next(iter(self.refused), None) or next(iter(self.waiting), None)
+
+
+#: Descriptors a worker needs besides client and upstream connections: listening sockets, the memory store,
+#: log and metrics files, the event loop's own.
+SPARE_DESCRIPTORS = 64
+
+
+def descriptors_needed(settings: Settings) -> int:
+    """Open files one worker may need at its limits: every client connection (and the one over the cap),
+    every upstream slot of every route, and a margin."""
+    upstreams = 1 + len(settings.routes)
+    return settings.max_connections + 1 + settings.max_upstream_connections * upstreams + SPARE_DESCRIPTORS
+
+
+def raise_descriptor_limit(settings: Settings) -> None:
+    """Raise the soft open-file limit to what the settings need (up to the hard limit), else say so.
+
+    A stock soft limit of 1024 is below the default --max-connections plus --max-upstream-connections: at
+    the limits, accept() and connect() would fail with EMFILE and legitimate clients with them.
+    """
+    needed = descriptors_needed(settings)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+        soft = raised
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning("the open-file limit (%d, the hard limit) is below the %d that --max-connections %d and "
+                    "--max-upstream-connections %d may need: raise it (ulimit -n, or the container's nofile) or "
+                    "lower them, else clients may be refused when the limits are reached",
+                    soft, needed, settings.max_connections, settings.max_upstream_connections)
 
 
 def http_protocol(settings: Settings) -> functools.partial[GuardedHttpProtocol]:

@@ -282,3 +282,28 @@ async def test_when_every_connection_has_a_request_in_flight_a_new_one_gets_503_
     assert refused.startswith(b"HTTP/1.1 503 "), refused[:200]
     assert orjson.loads(refused.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "server_busy"
     assert [answer.status_code for answer in kept] == [200] * cap
+
+
+def soft_open_files(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError("no open-file limit")
+
+
+@pytest.mark.parametrize("hard", [8192, 600])
+def test_open_file_limit_is_raised_to_what_the_limits_need(hard: int) -> None:
+    """The default caps need ~1,600 descriptors; a stock soft limit of 1,024 would make accept() fail first."""
+    needed = 1000 + 1 + 512 + 64  # --max-connections, the one over it, --max-upstream-connections, spare
+    import resource
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    with ProxyProcess(UNREACHABLE, "--memory", "memory://", preexec_fn=low_soft_limit) as proxy:
+        limit = soft_open_files(proxy.proc.pid)
+        log = proxy.log()
+    if hard >= needed:
+        assert limit == needed and "open-file limit" not in log
+    else:  # cannot be raised past the hard limit: raised as far as it goes, and the operator is told
+        assert limit == hard and f"the open-file limit ({hard}, the hard limit) is below the {needed}" in log

@@ -99,8 +99,10 @@ class RedisServer:
 class ProxyProcess:
     """``python -m proxy serve`` as its own OS process; its log goes to a file read by ``log()``."""
 
-    def __init__(self, upstream: str, *args: str, env: dict[str, str] | None = None, port: int | None = None) -> None:
+    def __init__(self, upstream: str, *args: str, env: dict[str, str] | None = None, port: int | None = None,
+                 preexec_fn=None) -> None:
         self.upstream = upstream
+        self.preexec_fn = preexec_fn  # runs in the child before it starts (e.g. to set resource limits)
         self.args = args
         self.port = port or free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLMEND_")}
@@ -124,7 +126,8 @@ class ProxyProcess:
         """Start the process without waiting for it (start several, then ``wait_ready`` each)."""
         command = [sys.executable, "-m", "proxy", "serve", "--upstream", self.upstream, "--host", "127.0.0.1",
                    "--port", str(self.port), *self.args]
-        self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     preexec_fn=self.preexec_fn)
         return self
 
     def wait_ready(self, timeout: float = 20) -> ProxyProcess:
