@@ -30,6 +30,11 @@ READ_HIGH_WATER = 1024 * 1024
 #: Hints, or a 102 Processing now and then during a long job; one that keeps sending them will never answer,
 #: and without a cap it would hold the request until the read timeout.
 MAX_INTERIM = 100
+#: Bytes an upstream's response head (status line and headers, with any interim answers before it) may take,
+#: and a proxy's answer to CONNECT. Real heads are well under 8 KiB, a provider's with all its rate-limit and
+#: tracing headers included; an upstream sending header lines without end would otherwise grow the parser's
+#: buffers until the read timeout (minutes) ran out. 64 KiB is the client side's own --max-header-bytes default.
+MAX_HEAD_BYTES = 64 * 1024
 
 
 class _Refused(Exception):
@@ -62,6 +67,7 @@ class _Connection(asyncio.Protocol):
         self.buffered = 0
         self.paused = False
         self.keep_alive = True
+        self.head_bytes = 0
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -70,7 +76,18 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received_any = True
         try:
-            self.parser.feed_data(data)
+            if self.head_done or self.head_bytes + len(data) <= MAX_HEAD_BYTES:
+                self.head_bytes += len(data)
+                self.parser.feed_data(data)
+                return
+            # Feed only what fits: httptools keeps an unfinished header line in memory however long it grows.
+            room = MAX_HEAD_BYTES - self.head_bytes
+            self.head_bytes = MAX_HEAD_BYTES
+            self.parser.feed_data(data[:room])
+            if not self.head_done:
+                self._fail(httpx.RemoteProtocolError(f"the upstream's response head is larger than {MAX_HEAD_BYTES} bytes"))
+                return
+            self.parser.feed_data(data[room:])
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:  # _Refused comes wrapped in one
             self._fail(httpx.RemoteProtocolError(f"invalid HTTP response from the upstream: {exc}"))
 

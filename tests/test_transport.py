@@ -17,7 +17,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from proxy.transport import READ_HIGH_WATER, FastTransport
+from proxy.app import create_app
+from proxy.config import Settings
+from proxy.transport import MAX_HEAD_BYTES, READ_HIGH_WATER, FastTransport
 from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok, respond
 
 GUARD = 30.0  # bounds a whole test: a passing one takes milliseconds, a broken one must not hang the suite
@@ -777,3 +779,50 @@ async def test_a_few_interim_answers_before_the_final_one_are_fine(transport: Fa
             response, body = await fetch(transport, "GET", server.url())
             assert (response.status_code, response.headers.raw, body) == (200, [(b"Content-Length", b"5")], b"final")
         assert server.accepts == 1
+
+
+# --- the size of a response head -----------------------------------------------------------------------
+
+
+async def endless_header_lines(conn: ServerConn) -> None:
+    await conn.read_request()
+    await conn.send(b"HTTP/1.1 200 OK\r\n")
+    while True:  # until the client hangs up (send raises)
+        await conn.send(b"X-Filler: " + b"a" * 1000 + b"\r\n")
+
+
+async def one_endless_header_line(conn: ServerConn) -> None:
+    await conn.read_request()
+    await conn.send(b"HTTP/1.1 200 OK\r\nX-Long: ")
+    while True:  # a value httptools would keep growing in memory until it ends
+        await conn.send(b"a" * 8192)
+
+
+@pytest.mark.parametrize("upstream", [endless_header_lines, one_endless_header_line])
+async def test_a_response_head_without_end_is_cut_off(transport: FastTransport, upstream) -> None:
+    async with asyncio.timeout(GUARD), RawServer(upstream) as server:
+        with pytest.raises(httpx.RemoteProtocolError, match=f"head is larger than {MAX_HEAD_BYTES} bytes"):
+            await transport.handle_async_request(request("GET", server.url()))
+        await eventually(lambda: server.conns[0].ended.is_set())  # the client closed it
+        assert idle(transport, server) == []
+
+
+async def test_a_large_head_within_the_cap_is_fine_and_its_body_follows_in_the_same_write(transport: FastTransport) -> None:
+    headers = b"".join(b"X-Header-%d: %b\r\n" % (i, b"v" * 900) for i in range(60))  # ~55 KiB of head
+    body = b"b" * (2 * MAX_HEAD_BYTES)  # the head ends inside one read; what follows it is body, not head
+    answer = b"HTTP/1.1 200 OK\r\n" + headers + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    async with asyncio.timeout(GUARD), RawServer(respond(lambda r: answer)) as server:
+        for _ in range(2):
+            response, received = await fetch(transport, "GET", server.url())
+            assert (response.status_code, len(response.headers), received) == (200, 61, body)
+        assert server.accepts == 1
+
+
+async def test_the_client_gets_a_502_when_the_upstream_head_has_no_end() -> None:
+    async with asyncio.timeout(GUARD), RawServer(endless_header_lines) as server:
+        app = create_app(Settings(upstream=server.url("/v1"), upstream_timeout=GUARD))  # its own FastTransport
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://proxy.test") as client:
+                response = await client.get("/v1/models")
+        assert response.status_code == 502
+        assert response.json()["error"]["code"] == "upstream_unreachable"
