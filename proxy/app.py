@@ -42,14 +42,14 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        upstream_transport = transport if transport is not None else FastTransport()
+        upstream_transport = transport if transport is not None else FastTransport(egress=settings.egress, ca_file=settings.upstream_ca_file)
         tenancy = _tenancy(settings)
 
         def route(upstream: str, profile: str, api_key: str | None, prefix: str | None = None, model: str | None = None) -> UpstreamRoute:
             chosen = detect_profile(upstream) if profile == "auto" else get_profile(profile)
             how = "detected from the upstream host" if profile == "auto" else "configured"
             where = f"prefix {prefix}" if prefix else f"model {model}" if model else "default route"
-            log.info("%s: forwarding to %s (profile %s, %s)", where, upstream, chosen.name, how)
+            log.info("%s: forwarding to %s %s (profile %s, %s)", where, upstream, settings.egress.describe(upstream), chosen.name, how)
             forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections,
                                client_keys=settings.client_keys)
             return UpstreamRoute(forward, chosen, prefix, model, tenancy)

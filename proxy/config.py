@@ -6,12 +6,14 @@ one-line ``ConfigError`` that says what is wrong and how to fix it.
 
 import math
 import os
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from proxy.credentials import key_list
+from proxy.egress import Egress, from_environment
 from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
 from proxy.memory import default_url as default_memory_url
@@ -79,6 +81,9 @@ SERVE_OPTIONS = (
     Option("max_connections", 1000, "open client connections at most (at the limit, the one longest waiting for its head is closed)", int),
     Option("max_capture_bytes", 16 * 1024 * 1024, "bytes of one upstream answer read for remembering calls; beyond, it is relayed unremembered", int),
     Option("require_client_key", False, "refuse requests that carry no credential at all (401)", flag),
+    Option("upstream_proxy", None, "outbound HTTP proxy to the upstreams (http://[user:password@]host:port), instead of "
+           "HTTPS_PROXY / HTTP_PROXY / ALL_PROXY; none: connect directly. NO_PROXY applies either way"),
+    Option("upstream_ca_file", None, "PEM file of the CAs trusted for upstream TLS, instead of SSL_CERT_FILE / SSL_CERT_DIR / certifi's bundle"),
     Option("log_level", "info", f"log level: {', '.join(LOG_LEVELS)}"),
     Option("log_format", "text", f"log format: {', '.join(LOG_FORMATS)}"),
     Option("config", None, "TOML file of routes to more upstreams (path prefix or model pattern) and of named tenants"),
@@ -108,6 +113,8 @@ class Settings:
     max_connections: int = 1000
     max_capture_bytes: int = 16 * 1024 * 1024
     require_client_key: bool = False
+    upstream_proxy: str | None = field(default=None, repr=False)  # may carry the proxy's password
+    upstream_ca_file: str | None = None
     log_level: str = "info"
     log_format: str = "text"
     config: str | None = None
@@ -117,6 +124,8 @@ class Settings:
     # Upstream-key mode: only from the environment, never from flags (they show up in `ps`).
     upstream_api_key: str | None = None
     api_keys: frozenset[str] = field(default_factory=frozenset)
+    # Which upstreams take an outbound proxy: from --upstream-proxy and the environment's proxy variables.
+    egress: Egress = field(default_factory=Egress)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -148,6 +157,10 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> S
         except RouteError as exc:
             raise ConfigError(str(exc)) from None
         values["routes"], values["tenants"] = route_file.routes, route_file.tenants
+    try:
+        values["egress"] = from_environment(environ, values.get("upstream_proxy"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     values["upstream_api_key"] = environ.get("TOOLMEND_UPSTREAM_API_KEY") or None
     values["api_keys"] = key_list(environ.get("TOOLMEND_API_KEYS", ""))
     return Settings(**values)
@@ -189,6 +202,11 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--max-connections {s.max_connections} is too small; use at least 16")
     if s.max_capture_bytes < 64 * 1024:
         raise ConfigError(f"--max-capture-bytes {s.max_capture_bytes} is too small; use at least 65536")
+    if s.upstream_ca_file is not None:
+        try:
+            ssl.create_default_context(cafile=s.upstream_ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"--upstream-ca-file {s.upstream_ca_file!r} cannot be loaded ({exc}); give a PEM file of CA certificates") from None
     if s.log_format not in LOG_FORMATS:
         raise ConfigError(f"--log-format {s.log_format!r} is unknown; choose one of: {', '.join(LOG_FORMATS)}")
     if s.log_level not in LOG_LEVELS:

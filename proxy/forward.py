@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from proxy import credentials
 from proxy.errors import error_response
+from proxy.transport import CertificateError, OutboundProxyError
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 HOP_BY_HOP = frozenset(
@@ -39,6 +40,10 @@ class UpstreamError(Exception):
     def from_httpx(cls, exc: httpx.HTTPError) -> "UpstreamError":
         if isinstance(exc, httpx.TimeoutException):
             return cls(504, "The upstream did not answer in time.", "upstream_timeout")
+        if isinstance(exc, OutboundProxyError):
+            return cls(502, str(exc), "upstream_proxy_error")
+        if isinstance(exc, CertificateError):
+            return cls(502, str(exc), "upstream_certificate_error")
         return cls(502, f"The upstream could not be reached or broke off ({type(exc).__name__}).", "upstream_unreachable")
 
     def response(self) -> Response:

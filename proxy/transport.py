@@ -9,11 +9,18 @@ control; nothing is buffered beyond what the reader has not consumed yet. An ups
 no request is out, a 101 nobody asked for, interim answers without end) fails at once and its connection is
 retired, never reused.
 
-Failures map onto httpx's exceptions (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError...)
-so callers handle them as they would with httpx's own transport.
+Behind an outbound proxy (proxy/egress.py decides which requests take one), an https upstream is reached
+through a CONNECT tunnel with TLS end to end, a plain http one with absolute-form requests to the proxy;
+either way a connection serves one upstream origin, so the pool stays keyed by origin (for a given
+transport an origin always takes the same proxy). Without a proxy nothing of this runs.
+
+Failures map onto httpx's exceptions (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError,
+ProxyError...) so callers handle them as they would with httpx's own transport.
 """
 
 import asyncio
+import logging
+import os
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
@@ -21,6 +28,10 @@ from typing import Any, NoReturn
 
 import httptools
 import httpx
+
+from proxy.egress import Egress, Proxy
+
+log = logging.getLogger("toolmend")
 
 Origin = tuple[str, str, int]
 
@@ -35,6 +46,15 @@ MAX_INTERIM = 100
 #: tracing headers included; an upstream sending header lines without end would otherwise grow the parser's
 #: buffers until the read timeout (minutes) ran out. 64 KiB is the client side's own --max-header-bytes default.
 MAX_HEAD_BYTES = 64 * 1024
+
+
+class CertificateError(httpx.ConnectError):
+    """The upstream's TLS certificate failed verification; the message says why, fit for the client."""
+
+
+class OutboundProxyError(httpx.ProxyError):
+    """The outbound proxy could not be reached or would not carry the request. The message says which (with the
+    proxy's answer), never the proxy's address or credentials: it is fit for the client."""
 
 
 class _Refused(Exception):
@@ -255,24 +275,35 @@ class _ResponseStream(httpx.AsyncByteStream):
 
 
 class FastTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 with keep-alive, over TCP or TLS. ``max_idle`` bounds idle connections per origin."""
+    """HTTP/1.1 with keep-alive, over TCP or TLS. ``max_idle`` bounds idle connections per origin.
 
-    def __init__(self, ssl_context: ssl.SSLContext | None = None, max_idle: int = 128) -> None:
+    ``egress`` says which upstreams are reached through an outbound proxy (none by default); ``ca_file``
+    is the CA bundle trusted for upstream TLS instead of the default (``upstream_tls_context``)."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None, max_idle: int = 128, egress: Egress | None = None,
+                 ca_file: str | None = None) -> None:
         self.ssl_context = ssl_context
+        self.ca_file = ca_file
         self.max_idle = max_idle
+        self.egress = egress or Egress()
         self._idle: dict[Origin, list[_Connection]] = {}
+        self._proxies: dict[Origin, Proxy | None] = {}  # the egress's answer per origin, decided once
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         url = request.url
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
-        head = _request_head(request)
+        if origin not in self._proxies:
+            self._proxies[origin] = self.egress.proxy_for(*origin)
+        proxy = self._proxies[origin]
+        forwarding = proxy if origin[0] == "http" else None  # plain http: requests go to the proxy itself
+        head = _request_head(request, forwarding)
         body = _replayable_body(request)
         while True:
             connection = self._take_idle(origin)
             reused = connection is not None
             if connection is None:
-                connection = await self._connect(origin, timeouts.get("connect"), request)
+                connection = await self._connect(origin, proxy, timeouts.get("connect"), request)
             try:
                 await self._exchange(connection, head, body if body is not None else request.stream, timeouts, request)
                 break
@@ -282,6 +313,9 @@ class FastTransport(httpx.AsyncBaseTransport):
                 if reused and body is not None and not connection.received_any:
                     continue
                 raise
+        if forwarding is not None and connection.status == 407:
+            connection.close()  # the proxy's answer, not the upstream's: the client must not take it for one
+            raise _refused(forwarding, 407, connection.reason, request)
         if request.method == "HEAD":
             connection.head_only()  # the parser cannot know a HEAD answer has no body
         return httpx.Response(
@@ -322,21 +356,30 @@ class FastTransport(httpx.AsyncBaseTransport):
             async for piece in body:
                 await connection.write(piece)
 
-    async def _connect(self, origin: Origin, timeout: float | None, request: httpx.Request) -> _Connection:
+    async def _connect(self, origin: Origin, proxy: Proxy | None, timeout: float | None, request: httpx.Request) -> _Connection:
         scheme, host, port = origin
         tls = None
         if scheme == "https":
-            tls = self.ssl_context = self.ssl_context or httpx.create_ssl_context()
+            tls = self.ssl_context = self.ssl_context or upstream_tls_context(self.ca_file)
         loop = asyncio.get_running_loop()
+        where = f"{host}:{port}" if proxy is None else f"{host}:{port} through the outbound proxy {proxy}"
         try:
-            async with asyncio.timeout(timeout):
-                _, connection = await loop.create_connection(
-                    lambda: _Connection(origin), host, port, ssl=tls, server_hostname=host if tls else None
-                )
+            async with asyncio.timeout(timeout):  # the whole of it: TCP, the proxy's answer, the TLS handshake
+                if proxy is None:
+                    _, connection = await loop.create_connection(
+                        lambda: _Connection(origin), host, port, ssl=tls, server_hostname=host if tls else None
+                    )
+                elif tls is None:
+                    _, connection = await _to_proxy(loop, lambda: _Connection(origin), proxy, request)
+                else:
+                    connection = await _tunnel(loop, origin, proxy, tls, request)
         except TimeoutError:
-            raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out", request=request) from None
+            raise httpx.ConnectTimeout(f"connecting to {where} timed out", request=request) from None
+        except ssl.SSLCertVerificationError as exc:
+            raise CertificateError(f"The upstream's TLS certificate could not be verified ({exc.verify_message}).",
+                                   request=request) from None
         except OSError as exc:
-            raise httpx.ConnectError(f"cannot connect to {host}:{port}: {exc}", request=request) from None
+            raise httpx.ConnectError(f"cannot connect to {where}: {exc}", request=request) from None
         return connection
 
     def _take_idle(self, origin: Origin) -> _Connection | None:
@@ -361,11 +404,97 @@ class FastTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
 
 
-def _request_head(request: httpx.Request) -> bytes:
-    target = request.url.raw_path
+def upstream_tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """The CAs trusted for upstream TLS: ``ca_file`` (--upstream-ca-file), else SSL_CERT_FILE or SSL_CERT_DIR,
+    else certifi's bundle: httpx's order, as every provider SDK follows it."""
+    if ca_file:
+        return ssl.create_default_context(cafile=ca_file)
+    return httpx.create_ssl_context()  # reads SSL_CERT_FILE / SSL_CERT_DIR (trust_env)
+
+
+class _ProxyAnswer(asyncio.Protocol):
+    """Reads the outbound proxy's answer to CONNECT: its head only, at most MAX_HEAD_BYTES of it."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.head: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        if self.head.done():
+            return  # the body of a refusal, or bytes a tunnel should not carry yet: _tunnel says which
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            self.head.set_result(bytes(self.buffer[:end]))
+            del self.buffer[:end + 4]
+        elif len(self.buffer) > MAX_HEAD_BYTES:
+            self.head.set_exception(OutboundProxyError(f"The outbound proxy's answer to CONNECT is larger than {MAX_HEAD_BYTES} bytes."))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.head.done():
+            self.head.set_exception(OutboundProxyError("The outbound proxy closed the connection without answering CONNECT."))
+
+
+async def _tunnel(loop: asyncio.AbstractEventLoop, origin: Origin, proxy: Proxy, tls: ssl.SSLContext,
+                  request: httpx.Request) -> _Connection:
+    """A connection to ``origin`` through a CONNECT tunnel (RFC 9110 9.3.6), TLS with the upstream inside it."""
+    _, host, port = origin
+    raw, answer = await _to_proxy(loop, _ProxyAnswer, proxy, request)
+    try:
+        authority = _authority(request.url.raw_host, port)
+        lines = [b"CONNECT ", authority, b" HTTP/1.1\r\nHost: ", authority, b"\r\n"]
+        if proxy.authorization is not None:
+            lines += (b"Proxy-Authorization: ", proxy.authorization, b"\r\n")
+        raw.write(b"".join(lines) + b"\r\n")
+        status_line = (await answer.head).partition(b"\r\n")[0]
+        version, _, rest = status_line.partition(b" ")
+        code, _, reason = rest.partition(b" ")
+        if not (version.startswith(b"HTTP/1.") and code.isdigit() and len(code) == 3):
+            raise OutboundProxyError("The outbound proxy answered CONNECT with something other than HTTP.", request=request)
+        if not 200 <= int(code) < 300:
+            raise _refused(proxy, int(code), reason, request)
+        if answer.buffer:  # the upstream speaks only after our TLS hello: these bytes came from the proxy
+            raise OutboundProxyError("The outbound proxy sent data after its answer to CONNECT.", request=request)
+        connection = _Connection(origin)
+        connection.transport = await loop.start_tls(raw, connection, tls, server_hostname=host)  # type: ignore[assignment]
+        return connection
+    except BaseException:
+        raw.close()
+        raise
+
+
+async def _to_proxy(loop: asyncio.AbstractEventLoop, factory: Any, proxy: Proxy, request: httpx.Request) -> Any:
+    try:
+        return await loop.create_connection(factory, proxy.host, proxy.port)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else type(exc).__name__  # asyncio's own text names the address
+        raise OutboundProxyError(f"The outbound proxy could not be reached ({why}).", request=request) from None
+
+
+def _refused(proxy: Proxy, status: int, reason: bytes, request: httpx.Request) -> OutboundProxyError:
+    """The proxy said no: logged for the operator with the proxy's masked URL, told the client by status only."""
+    text = reason.decode("ascii", "replace")[:100].strip()
+    text = "".join(c if c.isprintable() else "?" for c in text)  # a hostile proxy's reason reaches logs and clients
+    log.warning("the outbound proxy %s answered %d %s instead of carrying a request to %s", proxy, status, text, request.url.host)
+    answered = f"{status} {text}" if text else str(status)
+    return OutboundProxyError(f"The outbound proxy refused to carry the request to the upstream: it answered {answered}.", request=request)
+
+
+def _authority(raw_host: bytes, port: int) -> bytes:
+    """``host:port`` for CONNECT and its Host header; an IPv6 address in brackets."""
+    return b"[%b]:%d" % (raw_host, port) if b":" in raw_host else b"%b:%d" % (raw_host, port)
+
+
+def _request_head(request: httpx.Request, proxy: Proxy | None = None) -> bytes:
+    """The request line and headers. To a proxy (a plain http upstream behind one) the target is the absolute
+    URL (RFC 9112 3.2.2) and the proxy's credentials go along."""
+    url = request.url
+    target = url.raw_path if proxy is None else b"%b://%b%b" % (url.raw_scheme, url.netloc, url.raw_path)
     lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
     for name, value in request.headers.raw:  # httpx already set Host, and Content-Length or chunked framing
         lines += (name, b": ", value, b"\r\n")
+    if proxy is not None and proxy.authorization is not None:
+        lines += (b"Proxy-Authorization: ", proxy.authorization, b"\r\n")
     lines.append(b"\r\n")
     return b"".join(lines)
 
