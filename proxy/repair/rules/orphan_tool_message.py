@@ -44,43 +44,72 @@ def apply(ctx: Context) -> None:
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
     orphan_ids = {id(m) for m in orphans}
-    position = 0
-    while position < len(ctx.messages):
-        message = ctx.messages[position]
+    order = {id(m): index for index, m in enumerate(ctx.messages)}
+    history = _Rebuilt()
+    for message in ctx.messages:
         if id(message) not in orphan_ids:
-            position += 1
+            history.append(message)
             continue
+        position = len(history.messages)
         rid = result_id(message)
         turn = recalled.get(rid)
         if rid in declared:
-            position += 1
+            pass
         elif turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
             declared.update(call_id(call) for call in turn["tool_calls"])
-            position += _restore(ctx, position, turn, restored, holders)
+            _restore(ctx, history, message, turn, restored, holders, order)
         elif ctx.policy.orphans == "reject":
             ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
             return
         elif ctx.policy.orphans == "drop":
-            del ctx.messages[position]
             ctx.report(RULE, message, "removed", f"result of unknown call {rid} dropped (orphan policy 'drop')", position)
+            continue
         else:
             declared.add(rid)
-            position += _synthesize(ctx, position, synthesized)
+            _synthesize(ctx, history, message, synthesized)
+        history.append(message)
+    ctx.messages[:] = history.messages
 
 
-def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holders: dict[str, Message]) -> int:
-    """Put the remembered turn back before the orphan at ``position``; return how far to advance."""
+class _Rebuilt:
+    """The history being rebuilt, one message at a time. Built anew rather than edited in place: each
+    insertion or deletion in a long list moves every later message, and a history with many orphans was
+    quadratic; so was looking back over a long run of tool results for the message that opened it."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._run_start = 0  # where the trailing run of tool messages begins
+
+    def append(self, message: Message) -> None:
+        if not is_tool(message):
+            self._run_start = len(self.messages) + 1
+        self.messages.append(message)
+
+    def previous(self) -> Message | None:
+        return self.messages[-1] if self.messages else None
+
+    def block_opener(self) -> Message | None:
+        """The message just before the trailing run of tool messages, if there is such a run."""
+        start = self._run_start - 1
+        return self.messages[start] if 0 <= start < len(self.messages) - 1 else None
+
+
+def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, restored: set[str],
+             holders: dict[str, Message], order: dict[int, int]) -> None:
+    """Put the remembered turn back before ``orphan``, which comes next in ``history``."""
+    position = len(history.messages)
     key = call_id(turn["tool_calls"][0])
-    orphan = ctx.messages[position]
     if key in restored:
-        return 1  # an earlier result of the same turn brought it back; later rules place this one
+        return  # an earlier result of the same turn brought it back; later rules place this one
     restored.add(key)
     calls: list[dict[str, Any]] = orjson.loads(orjson.dumps(turn["tool_calls"]))  # never alias the memory
     ids = ", ".join(call_id(call) or "?" for call in calls)
     # Kept assistant messages that still declare some of the turn's calls (one, or several when the client
     # stored the turn split apart, with other messages between the parts): the first gets the whole turn.
     turn_ids = {call_id(call) for call in calls}
-    holding = [m for m in ctx.messages if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)]
+    candidates = {id(m): m for cid in turn_ids if (m := holders.get(cid)) is not None}
+    holding = sorted((m for m in candidates.values() if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)),
+                     key=lambda m: order[id(m)])
     if holding:
         holder, parts = holding[0], holding[1:]
         # The turn's calls in the turn's order (the client's copy where it kept one), then any calls of the
@@ -96,47 +125,37 @@ def _restore(ctx: Context, position: int, turn: Turn, restored: set[str], holder
                 del part["tool_calls"]  # left without calls: TM109 removes it unless it has text
         gathered = f", gathered from {len(holding)} assistant messages" if parts else ""
         ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory{gathered}", position)
-        return 1
-    previous = ctx.messages[position - 1] if position > 0 else None
+        return
+    previous = history.previous()
     if is_assistant(previous) and not is_call_turn(previous):
         previous["tool_calls"] = calls
         ctx.report(RULE, orphan, "attached", f"remembered tool_calls ({ids}) attached to the preceding assistant message", position)
-        return 1
-    ctx.messages.insert(position, {"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
+        return
+    history.append({"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
     ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position)
-    return 2
 
 
-def _synthesize(ctx: Context, position: int, synthesized: set[int]) -> int:
-    """Give the orphan at ``position`` a minimal call; return how far to advance."""
-    orphan = ctx.messages[position]
+def _synthesize(ctx: Context, history: _Rebuilt, orphan: Message, synthesized: set[int]) -> None:
+    """Give ``orphan``, which comes next in ``history``, a minimal call."""
+    position = len(history.messages)
     name = _guess_name(ctx, orphan)
     call = {"id": result_id(orphan), "type": "function", "function": {"name": name, "arguments": "{}"}}
     detail = f"nothing remembered for {call['id']}; synthesized call {name!r} with arguments {{}}"
-    opener = _block_opener(ctx.messages, position)
+    opener = history.block_opener()
     if opener is not None and id(opener) in synthesized:
         opener["tool_calls"].append(call)  # several orphans in a row share one synthesized turn
         ctx.report(RULE, orphan, "synthesized", detail, position)
-        return 1
-    previous = ctx.messages[position - 1] if position > 0 else None
+        return
+    previous = history.previous()
     if is_assistant(previous) and not is_call_turn(previous):
         previous["tool_calls"] = [call]
         synthesized.add(id(previous))
         ctx.report(RULE, orphan, "synthesized", detail + ", attached to the preceding assistant message", position)
-        return 1
+        return
     assistant = {"role": "assistant", "content": None, "tool_calls": [call]}
     synthesized.add(id(assistant))
-    ctx.messages.insert(position, assistant)
+    history.append(assistant)
     ctx.report(RULE, orphan, "synthesized", detail, position)
-    return 2
-
-
-def _block_opener(messages: list[Message], position: int) -> Message | None:
-    """The message just before the run of tool messages that ends right before ``position``."""
-    start = position - 1
-    while start >= 0 and is_tool(messages[start]):
-        start -= 1
-    return messages[start] if start >= 0 and start < position - 1 else None
 
 
 def _guess_name(ctx: Context, orphan: Message) -> str:
