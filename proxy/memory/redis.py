@@ -3,7 +3,7 @@
 Keys, all under ``toolmend:``:
 
 - ``toolmend:<tenant>:<call id>``: the whole turn (orjson) that declared the call, one key per call id of
-  the turn, so a recall of any number of ids is one ``MGET``. The server expires each key
+  the turn, so a recall is one ``MGET`` per ``RECALL_BATCH`` ids. The server expires each key
   ``ttl_seconds`` after the turn was last remembered (``SET ... PX``).
 - ``toolmend:turns``: a sorted set of the remembered turns by time, to keep at most ``max_entries`` of
   them: when a batch takes it over the bound, the oldest turns and their keys are deleted.

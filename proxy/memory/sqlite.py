@@ -7,8 +7,8 @@ in one transaction; recalls run on a small pool of reader threads, so the event 
 file. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
 cut of the machine before the next checkpoint).
 
-One table: a row per call id, holding the whole turn, keyed by (tenant, call id), so a recall of any
-number of ids is one indexed query. Turns are numbered as they are written (under the write lock, so
+One table: a row per call id, holding the whole turn, keyed by (tenant, call id), so a recall is one
+indexed query per ``RECALL_BATCH`` ids. Turns are numbered as they are written (under the write lock, so
 across processes); remembering a call id again replaces its row.
 
 Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned,
