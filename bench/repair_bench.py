@@ -46,7 +46,7 @@ def valid_history(size: int, rng: random.Random) -> list[dict]:
 
 
 def broken_history(size: int, rng: random.Random) -> tuple[list[dict], dict]:
-    """A valid history broken every way section 2 of provider-rules.md describes, several times each."""
+    """A valid history broken every way section 2 of docs/provider-rules.md describes, several times each."""
     messages = valid_history(size, rng)
     remembered: dict = {}
     turns = [i for i, m in enumerate(messages) if m.get("tool_calls")]

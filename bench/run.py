@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""toolmend benchmark harness: one command, every target, the numbers bench-notes compares.
+"""toolmend benchmark harness: one command, every target, the numbers docs/benchmarks.md compares.
 
     python bench/run.py                              # all targets, JSON and streaming
     python bench/run.py --duration 3 --targets direct,nginx,naive

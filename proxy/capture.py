@@ -2,7 +2,7 @@
 
 Clients (agent frameworks, IDE plugins, truncating UIs) regularly send histories in which a ``tool``
 message survives but the assistant turn that declared its call was dropped. Strict providers reject such
-histories (rule S2 of ``shared/provider-rules.md``: no orphan tool messages). The proxy can repair them only
+histories (rule S2 of ``docs/provider-rules.md#s2``: no orphan tool messages). The proxy can repair them only
 if it remembers the exact ``tool_calls`` the upstream originally sent, so every answer relayed from
 ``/v1/chat/completions`` goes through this module:
 

@@ -2,7 +2,7 @@
 
 httpx stays the client API (respx mocks it, tests and code speak it), but its default transport spends
 most of a proxy's CPU in connection-pool bookkeeping that walks every pooled connection on every request
-(encode/httpx#3215; measured in bench-notes.md). This transport keeps idle keep-alive connections per
+(encode/httpx#3215; measured in docs/benchmarks.md). This transport keeps idle keep-alive connections per
 origin on a stack (last used, first reused: warm connections stay warm), writes each request with one
 call, and parses responses with httptools, the parser uvicorn uses. Bodies stream both ways with flow
 control; nothing is buffered beyond what the reader has not consumed yet. An upstream out of step (bytes when

@@ -62,6 +62,31 @@ async def test_get_on_chat_completions_is_a_plain_pass_through(upstream):
     assert route.calls.last.request.url.raw_path == b"/v1/chat/completions?metadata[k]=v"
 
 
+# README, "What it repairs, and what passes through": only chat completions are repaired today. Each body holds
+# a result whose call is gone (what TM101 repairs in a chat completion), in the API's own format; it must reach
+# the upstream as the client's bytes, and the streamed answer must come back unchanged.
+UNREPAIRED_APIS = {
+    "/responses": b'{"model": "gpt-5", "stream": true, "input": [{"role": "user", "content": "Weather?"},'
+                  b' {"type": "function_call_output", "call_id": "call_gone", "output": "18C"}]}',
+    "/messages": b'{"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": true, "messages": [{"role": "user",'
+                 b' "content": [{"type": "tool_result", "tool_use_id": "toolu_gone", "content": "18C"}]}]}',
+    "/models/gemini-2.5-pro:streamGenerateContent": b'{"contents": [{"role": "user", "parts": [{"functionResponse":'
+                                                    b' {"name": "weather", "response": {"t": "18C"}}}]}]}',
+}
+
+
+@pytest.mark.parametrize("path", UNREPAIRED_APIS)
+async def test_apis_other_than_chat_completions_pass_through_unrepaired(upstream, path):
+    answer = b'event: message\ndata: {"type": "delta", "text": "18C"}\n\ndata: [DONE]\n\n'
+    route = upstream.post(path).mock(return_value=httpx.Response(200, content=answer,
+                                                                 headers={"content-type": "text/event-stream"}))
+    async with running_proxy() as proxy:
+        response = await proxy.client.post("/v1" + path, content=UNREPAIRED_APIS[path],
+                                           headers={**AUTH, "content-type": "application/json"})
+    assert route.calls.last.request.content == UNREPAIRED_APIS[path]
+    assert (response.status_code, response.content) == (200, answer)
+    assert "x-toolmend-repairs" not in response.headers
+
 async def test_request_headers_keep_accept_encoding_and_drop_hop_by_hop(upstream):
     route = upstream.get("/models").mock(return_value=httpx.Response(200))
     headers = {**AUTH, "accept-encoding": "br", "connection": "keep-alive", "keep-alive": "timeout=1", "te": "trailers",

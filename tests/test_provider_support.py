@@ -1,7 +1,7 @@
 """Tests of the per-provider test support: ``provider_violations`` rule by rule, and the provider-flavoured
 strict upstream (mistral, deepseek, gemini) over uvicorn.
 
-Rule ids and texts: /work/shared/provider-rules.md (sections 1.3-1.14, 3.2).
+Rule ids and texts: docs/provider-rules.md (sections 1.3-1.14, 3.2).
 """
 
 from __future__ import annotations

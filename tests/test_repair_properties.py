@@ -3,7 +3,7 @@
 * ``valid_bodies()`` generates histories a strict provider accepts (strict validator, ``skip=("S12",)``):
   system/user/assistant text turns, agent loops of 1-4 parallel calls with OpenAI-like ids, results in any
   order, ``content: null`` / missing / text beside ``tool_calls``, optional ``tools``.
-* ``BREAKERS`` break them (section 2 of /work/shared/provider-rules.md), 1-3 at a time, in any order.
+* ``BREAKERS`` break them (section 2 of docs/provider-rules.md), 1-3 at a time, in any order.
 * The properties: the repair is accepted by the strict validator, idempotent, never mutates its input (nor
   the memory), keeps every user/system message and every text, restores dropped calls exactly from memory,
   returns a valid history as the very same object, and reports only known rule codes.

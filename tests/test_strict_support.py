@@ -1,6 +1,6 @@
 """Tests of the strict-provider test support: the validator (rule by rule) and the strict upstream over uvicorn.
 
-Rule ids and texts: /work/shared/provider-rules.md (sections 1.1, 3.1, 4).
+Rule ids and texts: docs/provider-rules.md (sections 1.1, 3.1, 4).
 """
 
 from __future__ import annotations

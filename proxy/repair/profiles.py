@@ -1,4 +1,4 @@
-"""What each provider additionally needs, on top of the universal rules (section 3.2 of the catalogue).
+"""What each provider additionally needs, on top of the universal rules (section 3.2 of docs/provider-rules.md).
 
 Providers contradict each other (Mistral wants 9-character ids, DeepSeek wants ``reasoning_content`` that
 Groq rejects, Ollama rejects the ``null`` content that Anthropic-backed routes require), so these rules

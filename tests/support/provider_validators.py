@@ -1,4 +1,4 @@
-"""Per-provider request validators: what each strict provider of ``/work/shared/provider-rules.md`` rejects.
+"""Per-provider request validators: what each strict provider of ``docs/provider-rules.md`` rejects.
 
 ``provider_violations(body, provider)`` = the strict-profile violations of :mod:`strict_validator` that the
 provider enforces (a per-provider skip list of universal/OpenAI rules it does not enforce), with the texts of

@@ -1,7 +1,7 @@
 """A strict OpenAI-compatible provider for end-to-end tests, and a helper to serve any ASGI app.
 
 ``make_strict_upstream()`` returns a Starlette app plus a :class:`Recorder`.  The app rejects every request
-that breaks the strict profile (:mod:`strict_validator`, rules of ``/work/shared/provider-rules.md``) with
+that breaks the strict profile (:mod:`strict_validator`, rules of ``docs/provider-rules.md``) with
 HTTP 400 and the OpenAI error body, exactly like a strict provider.  Valid requests get a deterministic
 *scripted agent* answer:
 

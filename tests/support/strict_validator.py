@@ -1,6 +1,6 @@
 """A strict OpenAI-compatible provider's request validator, as a pure function.
 
-It implements the *strict profile* of ``/work/shared/provider-rules.md``: the OpenAI rules of section 1.1
+It implements the *strict profile* of ``docs/provider-rules.md``: the OpenAI rules of section 1.1
 (OAI-1 .. OAI-11) merged with the universal rules S1 .. S13 of section 3.1, plus the OpenAI extras
 E-ID-40 and E-TOOL-IMG.  Every violation names its rule id and carries the provider's error text with the
 real index / ids substituted (section 1 texts; where a rule has no documented text, the OpenAI wording of the

@@ -3,8 +3,8 @@ orphan policy ``drop``, an empty assistant message, or both.
 
 Every provider rejects an empty ``messages`` array, and no message the engine could invent would say what
 the client meant, so the request is refused (400) instead of being forwarded empty. This rule runs after
-all the others, the profile's included: it is the one place that decides. Answers BASE (section 0 of the
-catalogue: ``messages`` holds at least one message).
+all the others, the profile's included: it is the one place that decides. Answers BASE (section 0 of
+docs/provider-rules.md: ``messages`` holds at least one message).
 
 Bad:
     {"role": "assistant", "content": null, "tool_calls": []}
