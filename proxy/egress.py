@@ -80,6 +80,7 @@ class _Exemption:
 
     @classmethod
     def parse(cls, entry: str) -> "_Exemption":
+        entry = entry.partition("://")[2].partition("/")[0] if "://" in entry else entry  # httpx takes http://host too
         host, port = entry, None
         if entry.startswith("["):  # [::1]:8080
             host, _, rest = entry[1:].partition("]")

@@ -69,6 +69,7 @@ def test_each_scheme_takes_its_variable_lowercase_first_and_all_proxy_fills_in()
     ("[::1]:9000", "http://[::1]:8000/v1", False),  # with a port: that port only
     ("gateway.internal:8443", "https://gateway.internal:8443/v1", True),
     ("gateway.internal:8443", "https://gateway.internal/v1", False),
+    ("https://gateway.internal", "https://gateway.internal/v1", True),  # a URL: its host (httpx accepts these)
 ])
 def test_no_proxy_entries(no_proxy: str, url: str, bypassed: bool) -> None:
     egress = from_environment({"ALL_PROXY": "http://corp:3128", "NO_PROXY": no_proxy})
