@@ -358,12 +358,12 @@ class FastTransport(httpx.AsyncBaseTransport):
 
     async def _connect(self, origin: Origin, proxy: Proxy | None, timeout: float | None, request: httpx.Request) -> _Connection:
         scheme, host, port = origin
-        tls = None
-        if scheme == "https":
-            tls = self.ssl_context = self.ssl_context or upstream_tls_context(self.ca_file)
         loop = asyncio.get_running_loop()
         where = f"{host}:{port}" if proxy is None else f"{host}:{port} through the outbound proxy {proxy}"
         try:
+            tls = None
+            if scheme == "https":  # inside: an SSL_CERT_FILE that cannot be read is this upstream's 502, not a crash
+                tls = self.ssl_context = self.ssl_context or upstream_tls_context(self.ca_file)
             async with asyncio.timeout(timeout):  # the whole of it: TCP, the proxy's answer, the TLS handshake
                 if proxy is None:
                     _, connection = await loop.create_connection(

@@ -193,6 +193,13 @@ async def test_ssl_cert_file_trusts_the_private_ca(upstream: TLSUpstream, tinypr
     assert len(tinyproxy.requests()) == 1
 
 
+async def test_an_unreadable_ssl_cert_file_is_a_connect_error(upstream: TLSUpstream, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    async with transport_for({}) as transport:
+        with pytest.raises(httpx.ConnectError, match="No such file"):
+            await get(transport, upstream.url)
+
+
 async def test_no_proxy_bypasses_the_proxy(upstream: TLSUpstream, tinyproxy: Tinyproxy, private_ca: PrivateCA) -> None:
     environ = {"HTTPS_PROXY": tinyproxy.url(USER, PASSWORD), "NO_PROXY": "localhost,127.0.0.1"}
     async with transport_for(environ, ca_file=private_ca.ca_cert) as transport:
