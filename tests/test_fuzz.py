@@ -1,30 +1,37 @@
 """Fuzzing the repair engine and the HTTP layer with hypothesis.
 
 Never a 500 from the proxy's own code, never an unhandled exception, whatever the body: arbitrary JSON,
-wrong types, huge and deeply nested values, invalid UTF-8, random SSE from the upstream. The normal
-suite runs a small budget; ``TOOLMEND_FUZZ_EXAMPLES=100000`` runs the long campaign (see README).
+wrong types, huge and deeply nested values, invalid UTF-8, random SSE from the upstream. Over HTTP the
+proxy sits in front of the strict upstream (a real server on loopback), and each request is checked for
+what was forwarded: nothing (the proxy's own 400), the client's very bytes, or exactly the engine's repair.
+The normal suite runs 150 derandomized examples per property; the long random campaign is
+``TOOLMEND_HYPOTHESIS=campaign TOOLMEND_HYPOTHESIS_EXAMPLES=100000 python -m pytest tests/test_fuzz.py``.
 """
 
 import json
-import os
+from collections import Counter
 
 import httpx
 import orjson
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 from proxy.app import create_app
 from proxy.config import Settings
-from proxy.repair import PROFILES, Policy, needs_repair, recall_ids, repair
+from proxy.chat import summarize
+from proxy.repair import PROFILES, Policy, Result, needs_repair, recall_ids, repair
+from tests.support.hypothesis_budget import examples
+from tests.support.strict_upstream import Recorder
 
-EXAMPLES = int(os.environ.get("TOOLMEND_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 
 scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
 ids = st.sampled_from(["call_1", "call_2", "", "x" * 50, "a1B2c3D4e"]) | st.text(max_size=12)
-roles = st.sampled_from(["system", "user", "assistant", "tool", "function", "developer", "critic"]) | json_values
+# Junk is one choice in four: often enough to hit every refusal, rare enough that most bodies get as far as
+# the repair engine and the strict upstream.
+roles = st.one_of(*[st.sampled_from(["system", "user", "assistant", "tool", "function", "developer", "critic"])] * 3, json_values)
 call = st.fixed_dictionaries(
     {},
     optional={
@@ -51,8 +58,8 @@ message = st.fixed_dictionaries(
         "reasoning_content": st.text(max_size=10) | json_values,
     },
 )
-messages = st.lists(message | json_values, max_size=8)
-bodies = st.fixed_dictionaries({"messages": messages}, optional={"model": json_values, "tools": json_values, "stream": json_values}) | json_values
+messages = st.lists(st.one_of(message, message, message, json_values), max_size=8)
+bodies = st.one_of(*[st.fixed_dictionaries({"messages": messages}, optional={"model": json_values, "tools": json_values, "stream": json_values})] * 3, json_values)
 
 
 def deeply_nested(depth: int) -> dict:
@@ -79,51 +86,98 @@ def test_engine_handles_nesting_deeper_than_the_encoder_allows() -> None:
     assert result.rejected is not None or orjson.dumps(result.body)
 
 
-UPSTREAM = "http://upstream.test/v1"
-
-
-async def echo_upstream(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, json={"id": "c", "object": "chat.completion", "choices": []})
-
-
-def proxy_client(handler) -> httpx.AsyncClient:
-    app = create_app(Settings(upstream=UPSTREAM), transport=httpx.MockTransport(handler))
-    return app, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://proxy.test")
-
-
-async def post_all(handler, payloads: list[bytes]) -> list[httpx.Response]:
-    app, client = proxy_client(handler)
+async def post_all(upstream: str, payloads: list[bytes], transport: httpx.AsyncBaseTransport | None = None) -> list[httpx.Response]:
+    """Each payload through a fresh proxy (its own empty memory) to ``upstream``."""
+    app = create_app(Settings(upstream=upstream), transport=transport)
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://proxy.test")
     async with app.router.lifespan_context(app), client:
         return [await client.post("/v1/chat/completions", content=payload, headers={"content-type": "application/json"}) for payload in payloads]
 
 
+async def post_strict(upstream: tuple[str, Recorder], payload: bytes) -> tuple[httpx.Response, Recorder]:
+    """One payload through the proxy to the strict upstream (a real server on loopback)."""
+    url, recorder = upstream
+    recorder.reset()
+    (answer,) = await post_all(url + "/v1", [payload])
+    return answer, recorder
+
+
+def expected_repair(payload: bytes) -> Result | None:
+    """What the proxy's engine makes of ``payload`` (profile openai, policy synthesize, nothing remembered:
+    each payload meets a fresh proxy); None when the payload is not a JSON object, which the proxy refuses."""
+    try:
+        parsed = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    return repair(parsed) if type(parsed) is dict else None
+
+
+def _encodable(value: object) -> bool:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+def check_forwarded(payload: bytes, answer: httpx.Response, recorder: Recorder) -> str:
+    """The proxy refused the request itself (400 in the OpenAI shape, nothing sent upstream) exactly when
+    the engine refuses it or it is no JSON object; otherwise it sent the strict upstream one request: the
+    client's very bytes when nothing needed repair, else the engine's repair with the header naming it,
+    and relayed the upstream's answer unchanged. Returns what happened, for hypothesis' statistics."""
+    assert answer.status_code in (200, 400), answer.text
+    result = expected_repair(payload)
+    forwardable = result is not None and result.rejected is None and (not result.changed or _encodable(result.body))
+    if not forwardable:
+        assert not recorder.requests
+        assert answer.status_code == 400 and set(answer.json()["error"]) == {"message", "type", "param", "code"}
+        return "refused by the proxy"
+    assert result is not None
+    (received,) = recorder.requests
+    if result.changed:
+        assert orjson.loads(received.body_bytes) == orjson.loads(orjson.dumps(result.body))
+        assert answer.headers["x-toolmend-repairs"] == summarize(Counter(f.code for f in result.findings))
+    else:
+        assert received.body_bytes == payload
+        assert "x-toolmend-repairs" not in answer.headers
+    if recorder.rejections:
+        assert answer.status_code == 400 and answer.json() == recorder.rejections[-1]
+    else:
+        assert answer.status_code == 200
+    return f"{'repaired' if result.changed else 'sent as is'}, {'rejected' if recorder.rejections else 'accepted'} upstream"
+
+
 @FUZZ
 @given(body=bodies)
-async def test_http_layer_never_500s_on_json_bodies(body) -> None:
+async def test_http_layer_forwards_json_bodies_as_sent_or_as_repaired(strict_upstream, body) -> None:
     try:
         payload = orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        return
-    (answer,) = await post_all(echo_upstream, [payload])
-    assert answer.status_code in (200, 400), answer.text
-    assert "error" in answer.json() or answer.status_code == 200
+    except orjson.JSONEncodeError:  # lone surrogates, integers beyond 64 bits: not JSON a client can send
+        payload = None
+    assume(payload is not None)
+    answer, recorder = await post_strict(strict_upstream, payload)
+    event(check_forwarded(payload, answer, recorder))
 
 
 @FUZZ
 @given(payload=st.binary(max_size=200))
-async def test_http_layer_never_500s_on_arbitrary_bytes(payload) -> None:
-    (answer,) = await post_all(echo_upstream, [payload])
-    assert answer.status_code in (200, 400)
+async def test_http_layer_never_500s_on_arbitrary_bytes(strict_upstream, payload) -> None:
+    answer, recorder = await post_strict(strict_upstream, payload)
+    event(check_forwarded(payload, answer, recorder))
 
 
-async def test_http_layer_rejects_absurd_nesting_and_invalid_utf8() -> None:
-    answers = await post_all(echo_upstream, [
+async def test_http_layer_rejects_absurd_nesting_and_invalid_utf8(strict_upstream) -> None:
+    payloads = [
         b"[" * 5000 + b"]" * 5000,
         json.dumps(deeply_nested(400)).encode(),  # orjson encodes only 255 levels; the stdlib goes deeper
         b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}',
-    ])
-    assert answers[0].status_code == 400 and answers[2].status_code == 400
-    assert answers[1].status_code == 400 and "deeper than can be encoded" in answers[1].json()["error"]["message"]
+    ]
+    answers = [await post_strict(strict_upstream, payload) for payload in payloads]
+    assert [(answer.status_code, len(recorder.requests)) for answer, recorder in answers] == [(400, 0)] * 3
+    assert "deeper than can be encoded" in answers[1][0].json()["error"]["message"]
+
+
+UPSTREAM = "http://upstream.test/v1"  # the SSE fuzz plays the upstream itself
 
 
 @FUZZ
@@ -132,7 +186,7 @@ async def test_random_sse_from_the_upstream_is_relayed_exactly(chunks) -> None:
     async def sse(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter_bytes(chunks))
 
-    (answer,) = await post_all(sse, [b'{"messages": [{"role": "user", "content": "hi"}], "stream": true}'])
+    (answer,) = await post_all(UPSTREAM, [b'{"messages": [{"role": "user", "content": "hi"}], "stream": true}'], httpx.MockTransport(sse))
     assert answer.status_code == 200 and answer.content == b"".join(chunks)
 
 
@@ -142,8 +196,10 @@ async def iter_bytes(chunks: list[bytes]):
 
 
 @pytest.mark.parametrize("size", [1, 10_000])
-async def test_huge_values_are_handled(size: int) -> None:
+async def test_huge_values_are_handled(strict_upstream, size: int) -> None:
     big = "x" * (size * 100)
     body = {"messages": [{"role": "user", "content": big}, {"role": "tool", "tool_call_id": "o", "content": {"v": big}}]}
-    (answer,) = await post_all(echo_upstream, [orjson.dumps(body)])
-    assert answer.status_code == 200
+    payload = orjson.dumps(body)
+    answer, recorder = await post_strict(strict_upstream, payload)
+    check_forwarded(payload, answer, recorder)
+    assert answer.status_code == 200 and recorder.last.json["messages"][2]["content"] == orjson.dumps({"v": big}).decode()

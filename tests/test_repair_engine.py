@@ -4,7 +4,10 @@ import copy
 
 import pytest
 
+from proxy.config import Settings
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, orphan_call_ids, repair
+from tests.support.proxy_fixtures import running_proxy
+from tests.support.strict_upstream import Recorder
 from tests.support.strict_validator import violations
 
 USER = {"role": "user", "content": "Weather in Paris and Rome?"}
@@ -186,3 +189,16 @@ def test_a_repair_that_would_leave_no_message_rejects_the_request(messages: list
     assert outcome.rejected in outcome.findings and outcome.body is body and not outcome.changed
     assert body == snapshot
 
+
+async def test_the_proxy_answers_400_and_forwards_nothing_when_a_repair_would_leave_no_message(
+    strict_upstream: tuple[str, Recorder],
+) -> None:
+    url, recorder = strict_upstream
+    recorder.reset()
+    messages = [{"role": "assistant", "content": None, "tool_calls": []}, result("call_0", "x")]
+    async with running_proxy(Settings(upstream=url + "/v1", orphan_policy="drop")) as proxy:
+        response = await proxy.client.post("/v1/chat/completions", json={"model": "gpt-4o", "messages": messages})
+    assert response.status_code == 400 and not recorder.requests
+    error = response.json()["error"]
+    assert error["code"] == "toolmend_empty_history" and error["param"] == "messages.[0]"
+    assert "TM204, TM101, TM109" in error["message"]

@@ -1,12 +1,17 @@
-"""Every rule's docstring example, run through the engine and judged by the strict validator.
+"""Every rule's docstring example, run through the engine and judged by the strict validators.
 
 For each rule: the Bad history is rejected by a strict provider, the engine turns it into exactly the
-Good history, the rule's own code is among the findings, and the Good history is accepted.
+Good history, the rule's own code is among the findings, and the Good history is accepted: by the strict
+validator for a universal rule, by the validator of every provider of the profiles for a profile rule.
+The docstrings are read by product code (proxy/repair/catalog.py), so the literal cases at the end state
+expected repairs independently of it.
 """
+
+import hashlib
 
 import pytest
 
-from proxy.repair import repair
+from proxy.repair import DEFAULT_PLACEHOLDER, repair
 from proxy.repair.catalog import RuleDoc, all_rules
 from tests.support.provider_validators import provider_violations
 from tests.support.strict_validator import violations
@@ -64,6 +69,15 @@ def test_example_repairs_to_good(doc: RuleDoc) -> None:
 
 
 @pytest.mark.parametrize("doc", [d for d in RULES if d.good is not None], ids=lambda d: d.code)
+def test_good_example_is_accepted_by_a_strict_provider(doc: RuleDoc) -> None:
+    if not doc.profiles:
+        assert violations(body_of(doc.good), skip=SKIP) == []
+    signatures = {c["id"]: c["extra_content"] for t in doc.recalled for c in t["tool_calls"] if "extra_content" in c}
+    for provider in doc.profiles:
+        assert provider_violations(body_of(doc.good, provider), provider, emitted_signatures=signatures) == [], provider
+
+
+@pytest.mark.parametrize("doc", [d for d in RULES if d.good is not None], ids=lambda d: d.code)
 def test_good_example_needs_nothing(doc: RuleDoc) -> None:
     body = body_of(doc.good)
     result = repair(body, recall=recall_from(doc), profile=profile_of(doc))
@@ -78,3 +92,79 @@ def test_codes_and_names_are_unique() -> None:
 def test_every_rule_cites_provider_rules_and_has_an_example() -> None:
     for doc in RULES:
         assert doc.answers and doc.bad and doc.summary, doc.code
+
+
+# --------------------------------------------------------------------------------------------------
+# literal cases: bad history in, expected history out, both written here
+# --------------------------------------------------------------------------------------------------
+
+USER = {"role": "user", "content": "Weather?"}
+LONG_ID = "toolu_01A09q90qw90lq917835lq9x01A09q90qw90lq9"  # 45 characters, over OpenAI's 40
+
+
+def call(cid: str, arguments: str = "{}", **extra) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": "weather", "arguments": arguments}, **extra}
+
+
+def calls(*items: dict, **fields) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": list(items), **fields}
+
+
+def tool(cid: str, content: str = "18C") -> dict:
+    return {"role": "tool", "tool_call_id": cid, "content": content}
+
+
+LITERAL_CASES = [
+    pytest.param("openai", [USER, calls(call("c1"), call("c2")), tool("c1")],
+                 [USER, calls(call("c1"), call("c2")), tool("c1"), tool("c2", DEFAULT_PLACEHOLDER)],
+                 ["TM104"], id="TM104-placeholder"),
+    pytest.param("openai", [USER, calls(call("c1", '{"city": "Par'), call("c2", "")), tool("c1"), tool("c2")],
+                 [USER, calls(call("c1", '{"_toolmend_unparsed_arguments":"{\\"city\\": \\"Par"}'), call("c2")),
+                  tool("c1"), tool("c2")],
+                 ["TM203", "TM203"], id="TM203-arguments"),
+    pytest.param("openai", [USER, calls(call(LONG_ID)), tool(LONG_ID)],
+                 [USER, calls(call("call_" + hashlib.sha256(LONG_ID.encode()).hexdigest()[:24])),
+                  tool("call_" + hashlib.sha256(LONG_ID.encode()).hexdigest()[:24])],
+                 ["TM208", "TM208"], id="TM208-sha256-id"),
+    pytest.param("openai", [USER, tool("c1"), tool("c2")],
+                 [USER, calls({"id": "c1", "type": "function", "function": {"name": "unknown_tool", "arguments": "{}"}},
+                              {"id": "c2", "type": "function", "function": {"name": "unknown_tool", "arguments": "{}"}}),
+                  tool("c1"), tool("c2")],
+                 ["TM101", "TM101"], id="TM101-synthesized"),
+    pytest.param("mistral", [USER, calls(call("call_1"), call("call_2")), tool("call_1"), tool("call_2")],
+                 [USER, calls(call("MPgo7AnDR"), call("XfskGQQwT")), tool("MPgo7AnDR"), tool("XfskGQQwT")],
+                 ["TM301"] * 4, id="TM301-mistral-ids"),
+    pytest.param("mistral", [USER, calls(call("a1B2c3D4e")), tool("a1B2c3D4e"), {"role": "user", "content": "And tomorrow?"}],
+                 [USER, calls(call("a1B2c3D4e")), tool("a1B2c3D4e"), {"role": "assistant", "content": "(tool results received)"},
+                  {"role": "user", "content": "And tomorrow?"}],
+                 ["TM302"], id="TM302-bridge"),
+    pytest.param("deepseek", [USER, calls(call("call_1")), tool("call_1")],
+                 [USER, calls(call("call_1"), reasoning_content=""), tool("call_1")],
+                 ["TM304"], id="TM304-nothing-remembered"),
+    pytest.param("anthropic", [USER, calls(call("call_1"), content=[{"type": "text", "text": ""}, {"type": "text", "text": "Checking."}]),
+                               tool("call_1")],
+                 [USER, calls(call("call_1"), content=[{"type": "text", "text": "Checking."}]), tool("call_1")],
+                 ["TM306"], id="TM306-empty-part"),
+    pytest.param("gemini", [tool("call_1")],
+                 [{"role": "user", "content": "(earlier conversation omitted)"},
+                  calls({"id": "call_1", "type": "function", "function": {"name": "unknown_tool", "arguments": "{}"}}, content=""),
+                  tool("call_1")],
+                 ["TM101", "TM305", "TM308"], id="TM308-opening-user"),
+    pytest.param("vllm", [USER, {"role": "assistant", "tool_calls": [call("call_1", '"Paris"')]}, tool("call_1")],
+                 [USER, calls(call("call_1", '{"_toolmend_unparsed_arguments":"\\"Paris\\""}')), tool("call_1")],
+                 ["TM309", "TM310"], id="TM309-TM310-vllm"),
+    pytest.param("groq", [USER, calls(call("call_1", index=0), reasoning="r"), tool("call_1")],
+                 [USER, calls(call("call_1")), tool("call_1")],
+                 ["TM303"], id="TM303-closed-schema"),
+    pytest.param("xai", [USER, calls(call("call_1"), content=[]), tool("call_1")],
+                 [USER, calls(call("call_1"), content=""), tool("call_1")],
+                 ["TM305"], id="TM305-xai"),
+]
+
+
+@pytest.mark.parametrize(("profile", "bad", "good", "codes"), LITERAL_CASES)
+def test_literal_repair(profile: str, bad: list, good: list, codes: list[str]) -> None:
+    result = repair(body_of(bad, profile), profile=profile)
+    assert [finding.code for finding in result.findings] == codes
+    assert result.body["messages"] == good
+    assert provider_violations(body_of(good, profile), profile) == []

@@ -21,6 +21,7 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from tests.support.hypothesis_budget import examples
 from tests.support.strict_upstream import make_strict_upstream, serve
 from tests.support.strict_validator import Violation, first_error, violations
 
@@ -329,13 +330,13 @@ def well_formed_histories(draw):
     return body(*messages)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(well_formed_histories())
 def test_generated_well_formed_histories_are_accepted(history):
     assert violations(history) == []
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(well_formed_histories(), st.data())
 def test_dropping_any_tool_message_is_reported(history, data):
     tool_positions = [i for i, m in enumerate(history["messages"]) if m["role"] == "tool"]
