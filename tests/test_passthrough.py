@@ -6,6 +6,7 @@ import pytest
 import respx
 
 from proxy.app import create_app
+from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AUTH,
     CLIENT_KEY,
@@ -129,7 +130,7 @@ async def test_request_body_is_streamed_not_buffered():
     asgi.disconnect.set()
     parts = [b"a" * 1500, first_part_upstream, b"b" * 1500]  # the second part waits until the first is upstream
     async with started(app):
-        with anyio.fail_after(2):
+        with anyio.fail_after(HANG_GUARD):
             await call_asgi(app, asgi, "POST", "/v1/uploads/u1/parts", [(b"transfer-encoding", b"chunked")], parts)
     assert (asgi.status, b"".join(asgi.body_chunks)) == (200, b"stored")
     assert b"".join(received) == b"a" * 1500 + b"b" * 1500  # no size limit outside chat completions
@@ -154,7 +155,7 @@ async def test_response_body_is_streamed_as_it_arrives(upstream):
 
     asgi.on_send = on_send
     async with started(build_app()) as app:
-        with anyio.fail_after(2):
+        with anyio.fail_after(HANG_GUARD):
             await call_asgi(app, asgi, "GET", "/v1/files/f/content", [], [b""])
     assert asgi.body_chunks == [b"part-1", b"part-2"]
     assert stream.closed.is_set()
@@ -171,7 +172,7 @@ async def test_client_disconnect_closes_the_upstream_download(upstream):
 
     asgi.on_send = on_send
     async with started(build_app()) as app:
-        with anyio.fail_after(1):
+        with anyio.fail_after(HANG_GUARD):
             await call_asgi(app, asgi, "GET", "/v1/files/f/content", [], [b""])
             await stream.closed.wait()
 

