@@ -8,6 +8,8 @@ store is chosen by URL (``--memory``):
 - ``sqlite:///path/to/file.db``: a file shared by every worker of one machine, kept across restarts
   (``proxy.memory.sqlite``).
 - ``redis://host:port/db`` and ``rediss://``: shared by every replica (``proxy.memory.redis``).
+- ``redis+cluster://host:port,host:port`` and ``rediss+cluster://``: the same on a Redis Cluster
+  (``proxy.memory.redis_cluster``).
 
 The app wraps whichever store it opens in ``proxy.memory.guarded.GuardedStore``, which gives all of them
 the same behaviour when the store fails: requests go on without it.
@@ -48,7 +50,7 @@ class StoreUnavailable(Exception):
     """The store cannot be used right now (its writes are failing); raised by ``remember``."""
 
 
-SCHEMES = ("memory", "sqlite", "redis", "rediss")
+SCHEMES = ("memory", "sqlite", "redis", "rediss", "redis+cluster", "rediss+cluster")
 
 
 def open_store(url: str, ttl_seconds: float, max_entries: int) -> Store:
@@ -65,6 +67,10 @@ def open_store(url: str, ttl_seconds: float, max_entries: int) -> Store:
         from proxy.memory.redis import RedisStore
 
         return RedisStore(url, ttl_seconds=ttl_seconds, max_entries=max_entries)
+    if scheme in ("redis+cluster", "rediss+cluster"):
+        from proxy.memory.redis_cluster import RedisClusterStore
+
+        return RedisClusterStore(url, ttl_seconds=ttl_seconds, max_entries=max_entries)
     raise ValueError(f"unsupported memory URL {redact(url)!r}: use one of {', '.join(s + '://' for s in SCHEMES)}")
 
 
@@ -91,21 +97,31 @@ def check_url(url: str) -> None:
             raise ValueError("needs a file path, e.g. sqlite:///var/lib/toolmend/memory.db")
         if path == ":memory:":
             raise ValueError("is private to one connection; use memory:// for an in-process store")
-    elif parts.scheme in ("redis", "rediss"):
+    elif parts.scheme.startswith("redis"):
         _check_redis(parts)
 
 
 def _check_redis(parts: SplitResult) -> None:
-    example = f"{parts.scheme}://127.0.0.1:6379/0"
-    if not parts.hostname:
-        raise ValueError(f"needs a host, e.g. {example}")
-    try:
-        parts.port  # noqa: B018 - raises on a port that is not a number in 0..65535
-    except ValueError:
-        raise ValueError(f"has a bad port; write it like {example}") from None
+    cluster = parts.scheme.endswith("+cluster")
+    example = f"{parts.scheme}://127.0.0.1:7000,127.0.0.1:7001" if cluster else f"{parts.scheme}://127.0.0.1:6379/0"
+    for address in redis_addresses(parts):
+        if not address.hostname:
+            raise ValueError(f"needs a host, e.g. {example}")
+        try:
+            address.port  # noqa: B018 - raises on a port that is not a number in 0..65535
+        except ValueError:
+            raise ValueError(f"has a bad port; write it like {example}") from None
     db = parts.path.strip("/")
     if db and not db.isdigit():
         raise ValueError(f"names database {db!r}: the path must be a database number, e.g. {example}")
+    if cluster and db not in ("", "0"):
+        raise ValueError(f"names database {db}: a Redis Cluster has only database 0; write it like {example}")
+
+
+def redis_addresses(parts: SplitResult) -> list[SplitResult]:
+    """Each ``host:port`` of a Redis URL (``redis+cluster://`` names several, comma-separated), parsed alone
+    (``.hostname``, ``.port``): ``urlsplit`` reads the whole list as one host."""
+    return [urlsplit("//" + address) for address in parts.netloc.rpartition("@")[2].split(",")]
 
 
 def sqlite_path(url: str) -> str:

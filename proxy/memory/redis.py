@@ -60,6 +60,13 @@ class RedisStore(WriteBehindStore):
     def __init__(self, url: str, ttl_seconds: float, max_entries: int, clock: Callable[[], float] = time.time,
                  prefix: str = PREFIX) -> None:
         super().__init__(ttl_seconds, max_entries, clock)
+        self._redis = self.connect(url)
+        self._prefix = prefix
+        self._ttl_ms = max(1, round(ttl_seconds * 1000))
+        self._remember_batch = self._redis.register_script(REMEMBER_BATCH)
+
+    def connect(self, url: str) -> aioredis.Redis:
+        """The client, on a pool of connections to the one server."""
         self._pool = aioredis.BlockingConnectionPool.from_url(
             url,
             max_connections=MAX_CONNECTIONS,
@@ -68,19 +75,24 @@ class RedisStore(WriteBehindStore):
             socket_timeout=SOCKET_TIMEOUT,
             retry=Retry(NoBackoff(), 0),
         )
-        self._redis = aioredis.Redis(connection_pool=self._pool)
-        self._prefix = prefix
-        self._index = f"{prefix}:turns"
-        self._ttl_ms = max(1, round(ttl_seconds * 1000))
-        self._remember_batch = self._redis.register_script(REMEMBER_BATCH)
+        return aioredis.Redis(connection_pool=self._pool)
 
     def key(self, tenant: str, call_id: str) -> str:
         return f"{self._prefix}:{tenant}:{call_id}"
 
     async def write(self, batch: list[Write]) -> None:
         now = self.clock()
-        keys: list[str] = [self._index]
-        args: list[object] = [self._ttl_ms, now, now - self.ttl_seconds if self.prune_due(now) else ""]
+        await self.write_indexed(batch, f"{self._prefix}:turns", now, self.expired_before(now))
+
+    def expired_before(self, now: float) -> float | str:
+        """The script's ARGV[3]: index entries older than this have expired ("" when no pruning is due)."""
+        return now - self.ttl_seconds if self.prune_due(now) else ""
+
+    async def write_indexed(self, batch: list[Write], index: str, now: float, expired_before: float | str) -> None:
+        """Write ``batch`` in one script call that also adds its turns to the sorted set ``index``, then delete
+        the oldest turns of ``index`` beyond ``max_entries``."""
+        keys: list[str] = [index]
+        args: list[object] = [self._ttl_ms, now, expired_before]
         for entry in batch:
             for turn in entry.turns:
                 ids = call_ids(turn)
@@ -91,10 +103,10 @@ class RedisStore(WriteBehindStore):
             return
         over = await self._remember_batch(keys=keys, args=args) - self.max_entries
         if over > 0:
-            await self._evict_oldest(over)
+            await self._evict_oldest(index, over)
 
-    async def _evict_oldest(self, count: int) -> None:
-        oldest = await self._redis.zpopmin(self._index, count)
+    async def _evict_oldest(self, index: str, count: int) -> None:
+        oldest = await self._redis.zpopmin(index, count)
         keys = [self.key(tenant, cid) for member, _ in oldest for tenant, ids in [orjson.loads(member)] for cid in ids]
         if keys:
             await self._redis.delete(*keys)

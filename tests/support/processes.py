@@ -52,12 +52,12 @@ class RedisServer:
     def url(self, db: int = 0) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
 
+    def options(self) -> list[str]:
+        return ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
+                "--loglevel", "warning"]
+
     def start(self) -> RedisServer:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        self.proc = subprocess.Popen(["redis-server", *self.options()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(self.answers, 5, f"redis-server on port {self.port}")
         return self
 
@@ -221,3 +221,81 @@ async def eventually(condition: Callable[[], object], what: str, timeout: float 
             raise TimeoutError(f"{what}: not within {timeout} s")
         await asyncio.sleep(0.01)
     return result
+
+
+class RedisClusterNode(RedisServer):
+    """A ``redis-server`` in cluster mode whose cluster config (node id, slots, peers) is a file in ``directory``:
+    killed and started again on its port, it rejoins the cluster with its slots (and without its data)."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory
+        self.bus_port = free_port()  # by default the port + 10000, which may be taken or above 65535
+
+    def options(self) -> list[str]:
+        return [*super().options(), "--cluster-enabled", "yes", "--cluster-port", str(self.bus_port),
+                "--dir", self.directory, "--cluster-config-file", f"nodes-{self.port}.conf"]
+
+    def kill(self) -> None:
+        """SIGKILL: the node is gone at once, as when its machine fails."""
+        self.proc.kill()
+        self.proc.wait(5)
+        self.proc = None
+
+    def slots(self) -> list[range]:
+        """The hash slots this node serves, from its own line of ``CLUSTER NODES``."""
+        mine = next(line for line in self.command(b"CLUSTER", b"NODES").decode().splitlines() if "myself" in line)
+        ranges = (field.partition("-") for field in mine.split()[8:] if not field.startswith("["))  # "[...]": migrating
+        return [range(int(first), int(last or first) + 1) for first, _, last in ranges]
+
+
+class RedisCluster:
+    """A Redis Cluster of ``masters`` masters and no replicas on free loopback ports, made by ``redis-cli --cluster
+    create``; no persistence."""
+
+    def __init__(self, masters: int = 3) -> None:
+        if shutil.which("redis-cli") is None:
+            pytest.skip("redis-cli is not installed (it comes with redis-server)")
+        self.directory = tempfile.mkdtemp(prefix="toolmend-redis-cluster-")
+        self.nodes = [RedisClusterNode(self.directory) for _ in range(masters)]
+
+    def url(self, scheme: str = "redis+cluster") -> str:
+        return f"{scheme}://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
+
+    def start(self) -> RedisCluster:
+        for node in self.nodes:
+            node.start()
+        subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
+                        "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=30)
+        self.wait_ok()
+        return self
+
+    def wait_ok(self) -> None:
+        def ok(node: RedisClusterNode) -> bool:
+            return node.answers() and b"cluster_state:ok" in node.command(b"CLUSTER", b"INFO")
+
+        wait_until(lambda: all(ok(node) for node in self.nodes), 30, "every cluster node answering cluster_state:ok")
+
+    def node_of(self, key: str) -> RedisClusterNode:
+        """The master serving ``key``."""
+        slot = int(self.nodes[0].command(b"CLUSTER", b"KEYSLOT", key.encode())[1:-2])
+        return next(node for node in self.nodes if any(slot in served for served in node.slots()))
+
+    def command(self, *parts: bytes) -> list[bytes]:
+        """One command sent to every node, their replies."""
+        return [node.command(*parts) for node in self.nodes]
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> RedisCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()  # __exit__ never runs when __enter__ fails: never leave servers behind
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
