@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""What each memory backend costs: toolmend with memory://, the SQLite file and Redis, in one run.
+"""What each memory backend costs: toolmend with memory://, the SQLite file, Redis and a Redis Cluster, in one run.
 
     python bench/memory_backends.py                       # JSON, 10 s at 32 connections, 5 s at 1
     python bench/memory_backends.py --duration 3 --rounds 2
     python bench/memory_backends.py --only stream         # any other bench/run.py option passes through
 
-Starts a throwaway redis-server (no persistence, on the load CPUs like the mock upstream, as a separate
-Redis machine would be) and a temporary SQLite file, runs bench/run.py with one target per backend,
+Starts a throwaway redis-server and a three-master Redis Cluster (no persistence, on the load CPUs like
+the mock upstream, as separate Redis machines would be) and a temporary SQLite file, runs bench/run.py with one target per backend,
 and prints each backend's throughput at 32 connections and median latency at 1 connection against
 memory://'s. Every answer of the mock carries a tool call, so every request remembers one turn.
 
-Stdlib only; needs what bench/run.py needs, plus redis-server (apt-get install -y redis-server).
+Stdlib only; needs what bench/run.py needs, plus redis-server and redis-cli (apt-get install -y redis-server).
 """
 
 from __future__ import annotations
@@ -29,17 +29,18 @@ from procs import free_port  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 SERVE = "{python} -m proxy serve --upstream {upstream} --host 127.0.0.1 --port {port} --log-level warning --memory "
-BACKENDS = ("memory", "sqlite", "redis")
+BACKENDS = ("memory", "sqlite", "redis", "cluster")
+CLUSTER_MASTERS = 3
 
 
 
 
 
-def start_redis(port: int, cpus: str) -> subprocess.Popen:
+def start_redis(port: int, cpus: str, *options: str) -> subprocess.Popen:
     if shutil.which("redis-server") is None:
         sys.exit("missing: redis-server (apt-get install -y redis-server)")
     proc = subprocess.Popen(["taskset", "-c", cpus, "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+                             "--save", "", "--appendonly", "no", *options], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         try:
@@ -53,6 +54,26 @@ def start_redis(port: int, cpus: str) -> subprocess.Popen:
     sys.exit("redis-server did not start")
 
 
+def start_cluster(cpus: str, workdir: Path) -> tuple[list[subprocess.Popen], str]:
+    """``CLUSTER_MASTERS`` redis-servers made one cluster by ``redis-cli --cluster create``; its URL."""
+    ports = [free_port() for _ in range(CLUSTER_MASTERS)]
+    procs = [start_redis(port, cpus, "--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                         "--dir", str(workdir), "--cluster-config-file", f"nodes-{port}.conf") for port in ports]
+    addresses = [f"127.0.0.1:{port}" for port in ports]
+    subprocess.run(["redis-cli", "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        states = [subprocess.run(["redis-cli", "-p", str(port), "cluster", "info"], capture_output=True, text=True).stdout
+                  for port in ports]
+        if all("cluster_state:ok" in state for state in states):
+            return procs, "redis+cluster://" + ",".join(addresses)
+        time.sleep(0.1)
+    for proc in procs:
+        proc.kill()
+    sys.exit("the Redis Cluster did not reach cluster_state:ok")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--load-cpus", default="0")
@@ -61,7 +82,9 @@ def main() -> int:
     out = workdir / "results.json"
     redis_port = free_port()
     redis = start_redis(redis_port, args.load_cpus)
-    urls = {"memory": "memory://", "sqlite": f"sqlite://{workdir}/memory.db", "redis": f"redis://127.0.0.1:{redis_port}/0"}
+    cluster, cluster_url = start_cluster(args.load_cpus, workdir)
+    urls = {"memory": "memory://", "sqlite": f"sqlite://{workdir}/memory.db", "redis": f"redis://127.0.0.1:{redis_port}/0",
+            "cluster": cluster_url}
     command = [sys.executable, str(BENCH / "run.py"), "--targets", ",".join(BACKENDS), "--out", str(out),
                "--load-cpus", args.load_cpus, *passthrough]
     for name in BACKENDS:
@@ -71,8 +94,9 @@ def main() -> int:
     try:
         code = subprocess.call(command)
     finally:
-        redis.terminate()
-        redis.wait(5)
+        for server in (redis, *cluster):
+            server.terminate()
+            server.wait(5)
     if code != 0 or not out.exists():
         return code or 1
     report(json.loads(out.read_text()))
