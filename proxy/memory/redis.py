@@ -14,7 +14,8 @@ atomically, in one round trip (a pipeline of the same commands costs the proxy a
 CPU per turn, in redis-py's packing and reply parsing). Connections are pooled (``MAX_CONNECTIONS``);
 commands are never retried by the client library (the guard backs off instead), and connecting or
 answering is bounded by ``SOCKET_TIMEOUT``. Both can be changed with URL query parameters redis-py
-understands, e.g. ``?socket_timeout=2``.
+understands, e.g. ``?socket_timeout=2``. ``proxy.memory.redis_cluster`` is this store on a Redis Cluster:
+its own client, key names and index per tenant.
 """
 
 import time
