@@ -28,6 +28,7 @@ from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
 from proxy.repair import Finding, Policy, Profile, Result, needs_repair, recall_ids, repair
 from proxy.repair.engine import TOO_DEEP
+from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
 from proxy.router import InvalidPath, UpstreamRoute
 from proxy.state import ProxyState
 from proxy.turns import Turn
@@ -36,6 +37,8 @@ log = logging.getLogger("toolmend")
 T = TypeVar("T")
 
 REPAIRS_HEADER = b"x-toolmend-repairs"
+#: On repaired requests that had tool calls put back: how many came from memory and how many were made up.
+CALLS_HEADER = b"x-toolmend-calls"
 #: On responses served while the memory store is down: calls were neither recalled nor stored this time.
 MEMORY_HEADER = (b"x-toolmend-memory", b"unavailable")
 # The proxy parses chat answers to remember tool calls, so it asks the upstream for them uncompressed.
@@ -121,7 +124,7 @@ async def _repair_request(state: ProxyState, profile: Profile, tenant: str, body
     if ids is None:
         return body, []
     recalled = await _recall(state, tenant, ids)
-    result, outgoing, counts = await run(_repaired, parsed, recalled, profile, state.policy)
+    result, outgoing, counts, calls = await run(_repaired, parsed, recalled, profile, state.policy)
     if result.rejected is not None:
         raise Refused(_rejection(result.rejected))
     if not result.changed:
@@ -131,7 +134,13 @@ async def _repair_request(state: ProxyState, profile: Profile, tenant: str, body
     line.repairs = summarize(counts)
     for code, count in counts.items():
         state.metrics.repairs.labels(code, profile.name).inc(count)
-    return outgoing, [(REPAIRS_HEADER, line.repairs.encode())]
+    headers = [(REPAIRS_HEADER, line.repairs.encode())]
+    if calls:
+        line.calls = summarize_calls(calls)
+        for source, count in calls.items():
+            state.metrics.calls_reinserted.labels(source, profile.name).inc(count)
+        headers.append((CALLS_HEADER, line.calls.encode()))
+    return outgoing, headers
 
 
 async def _forward(request: Request, state: ProxyState, route: UpstreamRoute, path: bytes, outgoing: bytes,
@@ -204,17 +213,19 @@ def _ids_to_recall(parsed: dict, profile: Profile) -> list[str] | None:
 
 
 def _repaired(parsed: dict, recalled: dict[str, Turn], profile: Profile,
-              policy: Policy) -> tuple[Result, bytes | None, Counter[str]]:
-    """The engine's result; when it changed the body, the body to send (None if too deep to encode) and
-    the findings counted by rule code (a large history can have hundreds of thousands of them)."""
+              policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+    """The engine's result; when it changed the body, the body to send (None if too deep to encode), the
+    findings counted by rule code and the calls they put back counted by source (a large history can have
+    hundreds of thousands of findings: counted here, in the thread, too)."""
     result = repair(parsed, recall=lambda _ids: recalled, profile=profile, policy=policy)
     if not result.changed:
-        return result, None, Counter()
+        return result, None, Counter(), Counter()
     counts = Counter(finding.code for finding in result.findings)
+    calls = calls_by_source(result.findings)
     try:
-        return result, orjson.dumps(result.body), counts
+        return result, orjson.dumps(result.body), counts, calls
     except orjson.JSONEncodeError:
-        return result, None, counts
+        return result, None, counts, calls
 
 
 async def _recall(state: ProxyState, tenant: str, ids: list[str]) -> dict[str, Turn]:

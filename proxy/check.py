@@ -13,6 +13,7 @@ import orjson
 from proxy.repair import Policy, Result, repair
 from proxy.repair.catalog import all_rules
 from proxy.repair.engine import TOO_DEEP
+from proxy.repair.findings import calls_by_source, summarize_calls
 
 
 class Unreadable(Exception):
@@ -100,6 +101,10 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
         out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3] + "\n")
     repaired = sum(1 for _, result in results if result.findings)
     out.write(f"\n{len(rows)} finding(s) in {repaired} of {len(results)} document(s)\n")
+    calls = calls_by_source(f for _, result in results for f in result.findings)
+    if calls:
+        # Offline there is no memory to recall from: every call put back is made up, which the model will see.
+        out.write(f"calls re-inserted: {summarize_calls(calls)}\n")
 
 
 def list_rules(out: TextIO) -> int:

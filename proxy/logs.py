@@ -1,7 +1,8 @@
 """One structured line per request, as JSON or as ``key=value`` text.
 
-What a line may hold is fixed here: ids, method, path, statuses, durations, rule codes, the tenant hash
-prefix, the profile. Never message content, never credentials: the line is built only from these fields.
+What a line may hold is fixed here: ids, method, path, statuses, durations, rule codes, re-inserted calls
+counted by source, the tenant hash prefix, the profile. Never message content, never credentials: the line
+is built only from these fields.
 """
 
 import logging
@@ -12,7 +13,7 @@ import orjson
 
 LOG_FORMATS = ("text", "json")
 FIELDS = ("request_id", "method", "path", "status", "upstream_status", "duration_ms", "upstream_ms", "first_byte_ms",
-          "repairs", "tenant", "profile", "memory")
+          "repairs", "calls", "tenant", "profile", "memory")
 
 
 class RequestLine:

@@ -45,6 +45,16 @@ def test_body_needing_repair_exits_1_with_a_table_row(tmp_path, capsys):
     row = next(line for line in out.splitlines() if line.startswith("messages[1]"))
     assert "TM101 orphan-tool-message" in row and "synthesized" in row and "call_9" in row
     assert "1 finding(s) in 1 of 1 document(s)" in out
+    assert "calls re-inserted: recalled=0,synthesized=1" in out.splitlines()  # no memory offline
+
+
+def test_the_table_counts_synthesized_calls_not_findings_and_is_silent_when_none_were_put_back(tmp_path, capsys):
+    two_orphans = {"messages": [*ORPHAN["messages"], {"role": "tool", "tool_call_id": "call_8", "content": "s"}]}
+    lines = "\n".join(orjson.dumps(body).decode() for body in (two_orphans, ORPHAN)) + "\n"
+    _, out, _ = check(capsys, write(tmp_path, lines, "h.jsonl"))
+    assert "calls re-inserted: recalled=0,synthesized=3" in out.splitlines()
+    _, out, _ = check(capsys, "--policy", "drop", write(tmp_path, orjson.dumps(ORPHAN).decode()))
+    assert "calls re-inserted" not in out
 
 
 def test_stdin_is_the_default_source(capsys, monkeypatch):
@@ -77,7 +87,8 @@ def test_format_json_lists_findings_with_document_numbers(tmp_path, capsys):
     assert code == 1
     assert [(r["document"], r["code"], r["index"], r["action"]) for r in rows] == [
         (2, "TM101", 1, "synthesized"), (3, "TM101", 1, "synthesized")]
-    assert set(rows[0]) == {"document", "code", "name", "index", "action", "detail"}
+    assert set(rows[0]) == {"document", "code", "name", "index", "action", "detail", "source", "calls"}
+    assert [(r["source"], r["calls"]) for r in rows] == [("synthesized", 1), ("synthesized", 1)]
 
 
 def test_json_lines_table_prefixes_rows_with_the_line_number(tmp_path, capsys):
@@ -101,6 +112,7 @@ def test_policy_flag(tmp_path, capsys, policy, action):
     code, out, _ = check(capsys, "--policy", policy, "--format", "json", write(tmp_path, orjson.dumps(ORPHAN).decode()))
     [row] = orjson.loads(out)
     assert code == 1 and (row["code"], row["action"]) == ("TM101", action)
+    assert (row["source"], row["calls"]) == (None, 0)  # no call put back
 
 
 def test_reject_policy_with_fix_leaves_the_body_as_it_was(tmp_path, capsys):

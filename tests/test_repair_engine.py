@@ -6,6 +6,7 @@ import pytest
 
 from proxy.config import Settings
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, orphan_call_ids, repair
+from proxy.repair.findings import calls_by_source, summarize_calls
 from tests.support.proxy_fixtures import running_proxy
 from tests.support.strict_upstream import Recorder
 from tests.support.strict_validator import violations
@@ -169,6 +170,57 @@ def test_split_turn_restored_from_memory_declares_each_call_once(policy: str) ->
     messages, findings = fix([USER, *parts, *results], memory(turn(*calls)), orphans=policy)
     assert messages == [USER, {"role": "assistant", "content": None, "tool_calls": calls}, *results]
     assert [f.code for f in findings if f.code == "TM101"] == ["TM101"]
+
+
+# --- where re-inserted calls came from (issue 14 item 2) -----------------------------------------------
+
+
+def sources(findings: list) -> list[tuple[str, str | None, int]]:
+    return [(f.action, f.source, f.calls) for f in findings if f.code == "TM101"]
+
+
+def test_a_remembered_parallel_turn_counts_each_of_its_calls_as_recalled() -> None:
+    # One finding restores the whole turn: three calls, one of whose results the client lost too (TM104).
+    _, findings = fix([USER, result("c1"), result("c2")], memory(turn(call("c1"), call("c2"), call("c3"))))
+    assert sources(findings) == [("inserted", "recalled", 3)]
+    assert calls_by_source(findings) == {"recalled": 3}
+
+
+def test_calls_attached_to_kept_text_are_recalled() -> None:
+    _, findings = fix([USER, {"role": "assistant", "content": "Checking."}, result("c1")], memory(turn(call("c1"))))
+    assert sources(findings) == [("attached", "recalled", 1)]
+
+
+def test_a_partially_kept_turn_counts_only_the_calls_memory_put_back() -> None:
+    kept = {"role": "assistant", "content": None, "tool_calls": [call("c2")]}
+    _, findings = fix([USER, kept, result("c2"), result("c1"), result("c3")], memory(turn(call("c1"), call("c2"), call("c3"))))
+    assert sources(findings) == [("restored", "recalled", 2)]
+
+
+def test_each_synthesized_call_counts_once_even_when_they_share_a_turn() -> None:
+    _, findings = fix([USER, {"role": "assistant", "content": "hm"}, result("x1"), result("x2")])
+    assert sources(findings) == [("synthesized", "synthesized", 1), ("synthesized", "synthesized", 1)]
+    assert calls_by_source(findings) == {"synthesized": 2}
+
+
+def test_recalled_and_synthesized_calls_in_one_history_are_told_apart() -> None:
+    messages = [USER, result("c1"), {"role": "user", "content": "and now?"}, result("x1")]
+    _, findings = fix(messages, memory(turn(call("c1"), call("c2"))))
+    assert sources(findings) == [("inserted", "recalled", 2), ("synthesized", "synthesized", 1)]
+    assert summarize_calls(calls_by_source(findings)) == "recalled=2,synthesized=1"
+
+
+@pytest.mark.parametrize("policy", ["drop", "reject"])
+def test_dropped_or_rejected_orphans_put_no_call_back(policy: str) -> None:
+    outcome = repair({"messages": [USER, {"role": "assistant", "content": "hm"}, result("x1")]}, policy=Policy(orphans=policy))
+    assert [(f.source, f.calls) for f in outcome.findings] == [(None, 0)]
+    assert calls_by_source(outcome.findings) == {}
+
+
+def test_findings_of_other_rules_carry_no_calls() -> None:
+    # An unanswered call gets a placeholder result (TM104), not a call.
+    _, findings = fix([USER, {"role": "assistant", "content": None, "tool_calls": [call("c1")]}, {"role": "user", "content": "?"}])
+    assert [(f.code, f.source, f.calls) for f in findings] == [("TM104", None, 0)]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from proxy.repair.findings import Finding, Policy
+from proxy.repair.findings import CallSource, Finding, Policy
 from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
@@ -33,8 +33,10 @@ class Context:
     def index_of(self, message: Any, fallback: int = 0) -> int:
         return self.origin.get(id(message), fallback)
 
-    def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0) -> None:
-        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, detail))
+    def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0,
+               source: CallSource | None = None, calls: int = 0) -> None:
+        """Note a finding; a rule that put ``calls`` tool calls back into the history names their ``source``."""
+        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, detail, source, calls))
 
     def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:
         self.report(rule, message, "rejected", detail, position)

@@ -1,5 +1,7 @@
 """What the repair engine reports, and the knobs a user turns."""
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -12,6 +14,12 @@ DEFAULT_PLACEHOLDER = "[toolmend] No result: this tool call was not executed or 
 
 #: The function name given to a synthesized call when neither the tool message nor `tools` names it.
 DEFAULT_PLACEHOLDER_NAME = "unknown_tool"
+
+#: Where a call put back into a history came from: the proxy's memory (the upstream's own call, exactly as it
+#: was sent) or made up by the orphan policy because memory had nothing (the model now sees a call it never
+#: made, with arguments ``{}``). Both look alike in the rule counts; they are reported apart.
+CallSource = Literal["recalled", "synthesized"]
+CALL_SOURCES: tuple[CallSource, ...] = ("recalled", "synthesized")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +41,8 @@ class Finding:
 
     ``index`` is the position, in the request as the client sent it, of the message the finding is about
     (for an insertion: the message it was inserted next to). ``detail`` names ids and tool names but never
-    message content, so findings are safe to log.
+    message content, so findings are safe to log. A finding that put tool calls back into the history says
+    how many (``calls``: one finding may restore a whole parallel turn) and whence (``source``).
     """
 
     code: str
@@ -41,6 +50,23 @@ class Finding:
     index: int
     action: str
     detail: str
+    source: CallSource | None = None
+    calls: int = 0
 
-    def as_dict(self) -> dict[str, str | int]:
-        return {"code": self.code, "name": self.name, "index": self.index, "action": self.action, "detail": self.detail}
+    def as_dict(self) -> dict[str, str | int | None]:
+        return {"code": self.code, "name": self.name, "index": self.index, "action": self.action, "detail": self.detail,
+                "source": self.source, "calls": self.calls}
+
+
+def calls_by_source(findings: Iterable[Finding]) -> Counter[CallSource]:
+    """The calls the findings put back, counted by source; empty when they put back none."""
+    counts: Counter[CallSource] = Counter()
+    for finding in findings:
+        if finding.source is not None:
+            counts[finding.source] += finding.calls
+    return counts
+
+
+def summarize_calls(counts: Counter[CallSource]) -> str:
+    """``recalled=1,synthesized=0``: both sources always, so a reader never has to guess an absent one."""
+    return ",".join(f"{source}={counts[source]}" for source in CALL_SOURCES)
