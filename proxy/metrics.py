@@ -21,6 +21,9 @@ class Metrics:
         r = self.registry
         self.requests = Counter("toolmend_requests", "Requests answered, by route and status.", ["route", "status"], registry=r)
         self.repairs = Counter("toolmend_repairs", "Repairs made, by rule code and profile.", ["rule", "profile"], registry=r)
+        self.calls_reinserted = Counter(
+            "toolmend_calls_reinserted", "Tool calls put back into histories, by source (recalled from memory, synthesized "
+            "because memory had nothing) and profile.", ["source", "profile"], registry=r)
         self.upstream_seconds = Histogram("toolmend_upstream_seconds", "Upstream time until the whole answer was relayed.",
                                           ["route"], buckets=LATENCY_BUCKETS, registry=r)
         self.upstream_first_byte_seconds = Histogram("toolmend_upstream_first_byte_seconds", "Upstream time to the answer's head.",
