@@ -32,10 +32,22 @@ class Metrics:
         self.open_streams = Gauge("toolmend_open_streams", "Event streams being relayed.", registry=r, multiprocess_mode="livesum")
         self.recalls = Counter("toolmend_memory_recalls", "Call ids looked up in memory, by backend and result (hit, miss, error).",
                                ["backend", "result"], registry=r)
+        # "livemin": with several workers /metrics shows the lowest worker's value, so one worker that has found
+        # the store down is enough (a worker learns of an outage only when it uses the store; a sum, maximum or
+        # most recent value would hide it). "live" like the gauges above, whose per-worker files
+        # prometheus-client's mark_process_dead removes; toolmend does not call it, so a worker that dies keeps its
+        # last value until the proxy restarts with a fresh PROMETHEUS_MULTIPROC_DIR.
+        self.memory_up = Gauge("toolmend_memory_up", "1 while the memory store is in use, 0 while it is down (recalls "
+                               "skipped, the orphan policy answering), by backend.", ["backend"], registry=r,
+                               multiprocess_mode="livemin")
         self.upstream_errors = Counter("toolmend_upstream_errors", "Upstream failures, by kind.", ["kind"], registry=r)
         self.capture_abandoned = Counter(
             "toolmend_capture_abandoned", "Answers relayed without remembering their calls: larger than --max-capture-bytes; "
             "by kind of answer (json, stream).", ["reason"], registry=r)
+
+    def memory_health(self, backend: str, up: bool) -> None:
+        """``GuardedStore``'s report: at start and on every change of its store's availability."""
+        self.memory_up.labels(backend).set(1 if up else 0)
 
     def capture_gave_up(self, reason: str) -> None:
         self.capture_abandoned.labels(reason).inc()

@@ -10,12 +10,16 @@ slower than ``RECALL_TIMEOUT`` per ``RECALL_BATCH`` ids):
 - recalls are not even tried while the store is down (``skipped`` counts them); a background probe
   asks the store's ``ready`` with exponential backoff (0.2 s doubling to 10 s), never on every request.
   When it answers, the store is used again and an info line says so.
+
+``report`` hears every change of ``available`` (and the state at start): the app passes
+``Metrics.memory_health``, which sets ``toolmend_memory_up``.
 """
 
 import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 
 from proxy.memory import RECALL_BATCH, Store
 from proxy.memory.backoff import Backoff
@@ -29,7 +33,8 @@ RECALL_TIMEOUT = 1.0
 
 
 class GuardedStore:
-    def __init__(self, store: Store, recall_timeout: float = RECALL_TIMEOUT, backoff: Backoff | None = None) -> None:
+    def __init__(self, store: Store, recall_timeout: float = RECALL_TIMEOUT, backoff: Backoff | None = None,
+                 report: Callable[[str, bool], None] | None = None) -> None:
         self.store = store
         self.backend = store.backend
         self.recall_timeout = recall_timeout
@@ -38,6 +43,8 @@ class GuardedStore:
         self._backoff = backoff or Backoff()
         self._down_since: float | None = None
         self._probe: asyncio.Task[None] | None = None
+        self._report = report or (lambda backend, up: None)
+        self._report(self.backend, True)
 
     @property
     def available(self) -> bool:
@@ -91,6 +98,7 @@ class GuardedStore:
             log.debug("memory store %s still unavailable (%s): %s", self.backend, operation, reason)
             return
         self._down_since = time.monotonic()
+        self._report(self.backend, False)
         log.warning("memory store unavailable backend=%s operation=%s error=%s; serving without it "
                     "(orphan results follow the orphan policy) and retrying with backoff", self.backend, operation, reason)
         self._probe = asyncio.get_running_loop().create_task(self._probe_until_back(), name="toolmend-memory-probe")
@@ -106,6 +114,7 @@ class GuardedStore:
                 log.debug("memory store %s probe failed: %s: %s", self.backend, type(exc).__name__, exc)
         down_for = time.monotonic() - (self._down_since or time.monotonic())
         self._down_since = None
+        self._report(self.backend, True)
         self._backoff.reset()
         self._probe = None
         log.info("memory store available again backend=%s after %.1f s", self.backend, down_for)
