@@ -5,6 +5,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,48 @@ async def test_an_immutable_shm_file_marks_the_store_down_instead_of_crashing(tm
     await eventually(lambda: guarded.available, "the store back once -shm is writable")
     assert set(await guarded.recall("t", ["call_before", "call_during"])) == {"call_before", "call_during"}
     await guarded.close()
+
+
+# Run in a child process: on the old code the last connection's close checkpointed the WAL through the
+# read-only map and the SIGBUS killed the whole process.
+IMMUTABLE_SHM_CHILD = """
+import asyncio, subprocess, sys, time
+from proxy.memory import StoreUnavailable
+from proxy.memory.sqlite import SqliteStore
+from proxy.memory.writebehind import Write
+from tests.support.store_contract import turn
+
+async def main(path):
+    store = SqliteStore(path, ttl_seconds=60, max_entries=100)
+    await store.write([Write("t", [turn("call_a")], time.time() + 60)])  # the writer thread's connection
+    assert set(await store.fetch("t", ["call_a"])) == {"call_a"}  # a reader thread's connection
+    subprocess.run(["chattr", "+i", path + "-shm"], check=True)
+    for attempt in (store.fetch("t", ["call_a"]), store.write([Write("t", [turn("call_b")], time.time() + 60)])):
+        try:
+            await attempt
+        except StoreUnavailable:
+            pass
+        else:
+            raise AssertionError("used a connection while -shm was not writable")
+    await store.disconnect()  # every connection set aside or left open; none closed through the read-only map
+    print("survived")
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+@pytest.mark.skipif(shutil.which("chattr") is None or os.geteuid() != 0, reason="needs chattr and root")
+def test_no_connection_is_closed_through_an_immutable_shm(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    probe = tmp_path / "probe"
+    probe.write_text("")
+    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
+        pytest.skip("this file system does not support the immutable attribute")
+    subprocess.run(["chattr", "-i", str(probe)], check=True)
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        child = subprocess.run([sys.executable, "-c", IMMUTABLE_SHM_CHILD, str(path)], cwd=repo, capture_output=True,
+                               text=True, timeout=HANG_GUARD)
+    finally:
+        subprocess.run(["chattr", "-i", str(path) + "-shm"], capture_output=True)
+    assert child.returncode == 0 and "survived" in child.stdout, child.stderr[-2000:]

@@ -22,11 +22,14 @@ Faults of the file itself are checked before every use of a connection (two ``st
   nobody can open again): the connection is closed, and the next use opens the file at the path afresh;
 - the ``-shm`` file (the WAL index, which every connection maps into memory) is not writable, e.g.
   immutable: SQLite would map it read-only, and a write through the mapping, or another process
-  shrinking it, kills the process with SIGBUS. Connections are closed and none is opened until it is
-  writable again.
+  shrinking it, kills the process with SIGBUS. None is opened until it is writable again, and the open
+  ones are parked, not closed: closing the last connection checkpoints the WAL, which writes through that
+  mapping. Parked connections are closed once the file is writable again; at shutdown, if it still is not,
+  they are left open for the operating system to drop with the process.
 """
 
 import asyncio
+import ctypes
 import os
 import sqlite3
 import threading
@@ -68,6 +71,7 @@ class SqliteStore(WriteBehindStore):
         self._reader_threads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="toolmend-sqlite-reader")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []  # every open one, for shutdown
+        self._parked: list[sqlite3.Connection] = []  # set aside while -shm was not writable; closed once it is
         self._file: tuple[int, int] | None = None  # (device, inode) of the file the connections have open
         self._lock = threading.Lock()
 
@@ -135,10 +139,11 @@ class SqliteStore(WriteBehindStore):
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, once the file checks out (see the module's docstring)."""
         db = getattr(self._local, "db", None)
-        shm = self.path + "-shm"
-        if os.path.exists(shm) and not os.access(shm, os.W_OK):
+        if not self._shm_writable():
             self._discard(db)
-            raise StoreUnavailable(f"{shm} is not writable (immutable or read-only); SQLite cannot share its WAL index safely")
+            raise StoreUnavailable(f"{self.path}-shm is not writable (immutable or read-only); SQLite cannot share its WAL index safely")
+        if self._parked:
+            self._close_parked()
         at_path = _identity(self.path)
         if self._file is not None and at_path != self._file:
             self._file = None  # reported once: the next use adopts the file at the path
@@ -155,13 +160,26 @@ class SqliteStore(WriteBehindStore):
                 self._file = self._local.file
         return db
 
+    def _shm_writable(self) -> bool:
+        shm = self.path + "-shm"
+        return not os.path.exists(shm) or os.access(shm, os.W_OK)
+
     def _discard(self, db: sqlite3.Connection | None) -> None:
         if db is None:
             return
         self._local.db = None
         with self._lock:
             self._connections.remove(db)
+            if not self._shm_writable():
+                self._parked.append(db)  # closing it could checkpoint through the read-only map: SIGBUS
+                return
         db.close()
+
+    def _close_parked(self) -> None:
+        with self._lock:
+            parked, self._parked = self._parked, []
+        for db in parked:
+            db.close()
 
     def _open(self) -> sqlite3.Connection:
         directory = Path(self.path).parent
@@ -186,9 +204,24 @@ class SqliteStore(WriteBehindStore):
         self._writer_thread.shutdown(wait=True)
         self._reader_threads.shutdown(wait=True)
         with self._lock:
-            for db in self._connections:
-                db.close()
+            connections = (*self._connections, *self._parked)
             self._connections.clear()
+            self._parked.clear()
+        if self._shm_writable():
+            for db in connections:
+                db.close()
+        else:
+            for db in connections:
+                _never_close(db)
+
+
+def _never_close(db: sqlite3.Connection) -> None:
+    """Keep ``db`` open until the process ends, and past the interpreter's own clean-up: closing (the last)
+    connection writes to the ``-shm`` map, which is SIGBUS while the file is not writable, and the
+    interpreter would close it when it frees the object at exit. An extra reference that is never released
+    means it is never freed; the operating system drops it with the process, and SQLite recovers the WAL at
+    the next open."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(db))
 
 
 def _identity(path: str) -> tuple[int, int] | None:
