@@ -21,6 +21,7 @@ upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +94,7 @@ def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
             if kept:
                 out.append(make_turn(kept, _text(message.get("content")), _reasoning(message)))
         return out
-    except Exception:
+    except Exception:  # noqa: BLE001 - remembering is best effort: an answer toolmend cannot read is relayed unremembered
         return []
 
 
@@ -118,7 +119,7 @@ def _copy(value: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Call:
-    __slots__ = ("id", "type", "name", "args", "fextra", "extra", "saw_function")
+    __slots__ = ("args", "extra", "fextra", "id", "name", "saw_function", "type")
 
     def __init__(self) -> None:
         self.id: str | None = None
@@ -177,7 +178,7 @@ class _Call:
 
 
 class _Choice:
-    __slots__ = ("content", "reasoning", "calls", "by_index", "by_id", "last")
+    __slots__ = ("by_id", "by_index", "calls", "content", "last", "reasoning")
 
     def __init__(self) -> None:
         self.content: list[str] = []
@@ -250,7 +251,7 @@ class StreamCapture:
     counted, as the SSE spec prescribes.
     """
 
-    __slots__ = ("max_bytes", "abandoned", "_read", "_tail", "_data", "_skip_lf", "_started", "_choices")
+    __slots__ = ("_choices", "_data", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         self.max_bytes = max_bytes
@@ -272,8 +273,7 @@ class StreamCapture:
                 self._abandon()
                 return
             self._feed(chunk)
-        except Exception:
-            # Capture is best effort; the relay must go on even if this reader is confused.
+        except Exception:  # noqa: BLE001 - capture is best effort; the relay must go on even if this reader is confused
             pass
 
     def _abandon(self) -> None:
@@ -335,15 +335,11 @@ class StreamCapture:
             if len(data) > 1:
                 # Some servers forget the blank line between events; each line may still be a chunk.
                 for part in data:
-                    try:
+                    with contextlib.suppress(Exception):  # remembering is best effort; the chunk is relayed anyway
                         self._apply(_loads(part))
-                    except Exception:
-                        pass
             return
-        try:
+        with contextlib.suppress(Exception):  # an answer toolmend cannot read is relayed anyway, unremembered
             self._apply(obj)
-        except Exception:
-            pass
 
     def _apply(self, obj: Any) -> None:
         if type(obj) is dict and obj.get("error"):
@@ -375,6 +371,6 @@ class StreamCapture:
                 turn = self._choices[index].turn()
                 if turn is not None:
                     out.append(turn)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed
             pass
         return out

@@ -6,6 +6,7 @@ clean, 1 when something needs repair (or would be rejected), 2 when the input ca
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
@@ -61,7 +62,7 @@ def _document(number: int, value: Any) -> Document:
 
 def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: str, profile: str, policy: Policy) -> int:
     try:
-        text = stdin.read() if source == "-" else open(source, encoding="utf-8").read()
+        text = stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
         documents = read_documents(text, "<stdin>" if source == "-" else source)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"toolmend check: cannot read {source}: {exc}", file=sys.stderr)
@@ -98,7 +99,7 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
     header = ("where", "rule", "action", "what changes")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
     for row in [header, *rows]:
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3] + "\n")
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3] + "\n")
     repaired = sum(1 for _, result in results if result.findings)
     out.write(f"\n{len(rows)} finding(s) in {repaired} of {len(results)} document(s)\n")
     calls = calls_by_source(f for _, result in results for f in result.findings)

@@ -5,6 +5,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 from proxy import __version__, logs
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, flag, load
@@ -69,17 +70,17 @@ def serve_forever(settings: Settings) -> None:
 
     logs.configure(settings.log_level, settings.log_format)
     raise_descriptor_limit(settings)  # before the workers start: they inherit it
-    common = dict(
-        http=http_protocol(settings),  # the limits on what a client may hold (proxy/server.py)
-        ws="none",  # no WebSocket routes; an upgraded connection would leave the limits behind
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=None,  # uvicorn's own lines go through our handler and format too
-        access_log=False,  # toolmend writes its own line per request
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        server_header=False,
-    )
+    common: dict[str, Any] = {
+        "http": http_protocol(settings),  # the limits on what a client may hold (proxy/server.py)
+        "ws": "none",  # no WebSocket routes; an upgraded connection would leave the limits behind
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "log_config": None,  # uvicorn's own lines go through our handler and format too
+        "access_log": False,  # toolmend writes its own line per request
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_SECONDS,
+        "server_header": False,
+    }
     if settings.workers == 1:
         uvicorn.run(create_app(settings), **common)
         return

@@ -66,7 +66,7 @@ class GuardedStore:
     async def remember(self, tenant: str, turns: list[Turn]) -> None:
         try:
             await self.store.remember(tenant, turns)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the answer is relayed on
             self._failed("remember", exc)
 
     async def ready(self) -> bool:
@@ -77,7 +77,7 @@ class GuardedStore:
                 if await self.store.ready():
                     return True
             self._failed("ready", None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - any failure means "not ready"; the guard reports it
             self._failed("ready", exc)
         return False
 
@@ -110,7 +110,7 @@ class GuardedStore:
                 async with asyncio.timeout(self.recall_timeout):
                     if await self.store.ready():
                         break
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the probe's job is to try again, whatever the failure
                 log.debug("memory store %s probe failed: %s: %s", self.backend, type(exc).__name__, exc)
         down_for = time.monotonic() - (self._down_since or time.monotonic())
         self._down_since = None

@@ -116,7 +116,7 @@ class RedisStore(WriteBehindStore):
         values = await self._redis.mget([self.key(tenant, cid) for cid in ids])
         found: dict[str, Turn] = {}
         parsed: dict[bytes, Turn] = {}  # the ids of one turn share one parsed turn
-        for cid, blob in zip(ids, values):
+        for cid, blob in zip(ids, values, strict=True):
             if blob is None:
                 continue
             if blob not in parsed:

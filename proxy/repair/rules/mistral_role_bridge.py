@@ -17,6 +17,7 @@ Good:
     {"role": "user", "content": "And tomorrow?"}
 """
 
+import itertools
 from typing import Any
 
 from proxy.repair.context import Context
@@ -30,7 +31,7 @@ NEEDS_BRIDGE = frozenset(("user", "system", "developer"))
 
 def is_clean(messages: list[Any], profile: Any) -> bool:
     return not any(
-        before.get("role") == "tool" and after.get("role") in NEEDS_BRIDGE for before, after in zip(messages, messages[1:])
+        before.get("role") == "tool" and after.get("role") in NEEDS_BRIDGE for before, after in itertools.pairwise(messages)
     )
 
 
