@@ -5,6 +5,7 @@ counted by source, the tenant hash prefix, the profile. Never message content, n
 is built only from these fields.
 """
 
+import dataclasses
 import logging
 import re
 import time
@@ -12,24 +13,37 @@ import time
 import orjson
 
 LOG_FORMATS = ("text", "json")
-FIELDS = ("request_id", "method", "path", "status", "upstream_status", "duration_ms", "upstream_ms", "first_byte_ms",
-          "repairs", "calls", "tenant", "profile", "memory")
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class RequestLine:
-    """The facts of one request, filled in by whoever knows them, written once at the end."""
+    """The facts of one request, filled in by whoever knows them, written once at the end.
 
-    __slots__ = (*FIELDS, "started", "upstream_started")
+    Every field but the two clocks is logged, in this order, when it is set.
+    """
 
-    def __init__(self, request_id: str, method: str, path: str) -> None:
-        for name in FIELDS:
-            setattr(self, name, None)
-        self.request_id, self.method, self.path = request_id, method, path
-        self.started = time.perf_counter()
-        self.upstream_started: float | None = None
+    request_id: str
+    method: str
+    path: str
+    status: int | None = None
+    upstream_status: int | None = None
+    duration_ms: float | None = None
+    upstream_ms: float | None = None
+    first_byte_ms: float | None = None
+    repairs: str | None = None
+    calls: str | None = None
+    tenant: str | None = None
+    profile: str | None = None
+    memory: str | None = None
+    # perf_counter readings the durations are measured from; not facts to log.
+    started: float = dataclasses.field(default_factory=time.perf_counter, metadata={"logged": False})
+    upstream_started: float | None = dataclasses.field(default=None, metadata={"logged": False})
 
     def fields(self) -> dict[str, object]:
         return {name: value for name in FIELDS if (value := getattr(self, name)) is not None}
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(RequestLine) if f.metadata.get("logged", True))
 
 
 class JsonFormatter(logging.Formatter):
