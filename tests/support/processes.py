@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> int | None:
+    """SIGTERM (a graceful stop), then SIGKILL after ``grace`` seconds; the exit code, None for no process."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
 
 
 def wait_until(condition, timeout: float, what: str, interval: float = 0.02):
@@ -80,13 +93,7 @@ class RedisServer:
             return reply
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
 
     def __enter__(self) -> RedisServer:
@@ -144,16 +151,7 @@ class ProxyProcess:
 
     def stop(self) -> int | None:
         """SIGTERM (uvicorn's graceful shutdown: the store flushes), then SIGKILL after 15 s."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        code, self.proc = self.proc.returncode, None
+        code, self.proc = stop_process(self.proc, grace=15), None
         return code
 
     def log(self) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import HANG_GUARD, free_port, wait_until
+from tests.support.processes import HANG_GUARD, free_port, stop_process, wait_until
 
 SKIP_REASON = "prometheus/promtool are not installed (bash .ci/run installs Debian's prometheus package)"
 
@@ -98,13 +98,7 @@ class PrometheusServer:
         return Path(self._log.name).read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc, grace=15)
         self.proc = None
         self._log.close()
 

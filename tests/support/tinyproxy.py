@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import free_port, wait_until
+from tests.support.processes import free_port, stop_process, wait_until
 
 REQUEST_LINE = re.compile(r"Request \(file descriptor \d+\): (.+)$")
 
@@ -66,11 +66,5 @@ class Tinyproxy:
         return [m.group(1) for line in self.log().splitlines() if (m := REQUEST_LINE.search(line))]
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
