@@ -58,6 +58,14 @@ def without_hop_by_hop(headers: Iterable[tuple[bytes, bytes]], also: frozenset[b
     return [(name, value) for name, value in headers if name.lower() not in skip]
 
 
+def async_stream(response: httpx.Response) -> httpx.AsyncByteStream:
+    """An upstream answer's body stream. httpx types ``Response.stream`` as sync or async; an answer from an
+    async transport (all of toolmend's) always has an async one."""
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream), "an async transport answered with a sync body"
+    return stream
+
+
 class _Releasing(httpx.AsyncByteStream):
     """A response body that gives its upstream slot back once it is closed, however it ends."""
 
@@ -92,7 +100,7 @@ class Upstream:
         # Only these parts of the configured URL reach the wire: a client's path cannot change the scheme,
         # host or port, and is always appended below the base path (``https://api.deepseek.com`` has none).
         base = httpx.URL(base_url)
-        self._origin = {"scheme": base.scheme, "host": base.host, "port": base.port}
+        self._origin = httpx.URL(scheme=base.scheme, host=base.host, port=base.port)
         self._base_path = base.raw_path.partition(b"?")[0].rstrip(b"/")
         # The proxy's own client keys (TOOLMEND_API_KEYS): credentials for toolmend, never for an upstream.
         self._client_keys = frozenset(key.encode() for key in client_keys)
@@ -107,7 +115,7 @@ class Upstream:
         url = self._urls.get(key)
         if url is None:
             query = credentials.without_params(query, self._not_forwarded)
-            url = httpx.URL(**self._origin, raw_path=self._base_path + path + (b"?" + query if query else b""))
+            url = self._origin.copy_with(raw_path=self._base_path + path + (b"?" + query if query else b""))
             # The chat path and a few others repeat; arbitrary paths do not, and long ones are one-offs
             # that would pin up to --max-header-bytes each.
             if len(self._urls) < 1024 and len(path) + len(query) <= 512:
@@ -148,7 +156,7 @@ class Upstream:
             if isinstance(exc, httpx.HTTPError):
                 raise UpstreamError.from_httpx(exc) from None
             raise
-        response.stream = _Releasing(response.stream, self._slots)
+        response.stream = _Releasing(async_stream(response), self._slots)
         return response
 
     async def _take_slot(self) -> None:

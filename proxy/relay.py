@@ -8,7 +8,7 @@ once, not when the next chunk happens to arrive.
 """
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import httpx
 from starlette.background import BackgroundTask
@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.capture import CaptureLimit, StreamCapture, turns_from_json
 from proxy.disconnect import ClientGone, client_watch
-from proxy.forward import RawHeaders, UpstreamError, response_headers
+from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
@@ -42,7 +42,7 @@ class StreamRelay:
                 await send({"type": "http.response.start", "status": self.upstream.status_code, "headers": self.headers})
                 feed = self.capture.feed if self.capture is not None else None
                 # Raw bytes as they arrive, without httpx's re-chunking layer.
-                async for chunk in self.body if self.body is not None else self.upstream.stream:
+                async for chunk in self.body if self.body is not None else async_stream(self.upstream):
                     if feed is not None:
                         feed(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -59,12 +59,12 @@ class StreamRelay:
                 await self.on_end()
 
 
-def stream_through(upstream: httpx.Response, extra_headers: RawHeaders = ()) -> StreamRelay:
+def stream_through(upstream: httpx.Response, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> StreamRelay:
     return StreamRelay(upstream, [*response_headers(upstream), *extra_headers])
 
 
 async def relay_chat(upstream: httpx.Response, remember: Remember, limit: CaptureLimit,
-                     extra_headers: RawHeaders = ()) -> Response | StreamRelay:
+                     extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> Response | StreamRelay:
     """Relay a chat-completions answer and remember the tool-call turns of a successful one."""
     headers = [*response_headers(upstream), *extra_headers]
     if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
@@ -81,7 +81,7 @@ async def relay_chat(upstream: httpx.Response, remember: Remember, limit: Captur
                 await remember(turns)
 
         return StreamRelay(upstream, headers, capture, remember_stream)
-    chunks = aiter(upstream.stream)
+    chunks = aiter(async_stream(upstream))
     read: list[bytes] = []
     size = 0
     try:
