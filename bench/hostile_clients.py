@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from procs import Proc, free_port  # bench/ is on sys.path when a script here runs
+from procs import Proc, free_port, wait_http  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 REQUEST = (BENCH / "request.json").read_bytes()
@@ -244,18 +244,9 @@ def start_proxy(args: argparse.Namespace, upstream_port: int, rundir: Path) -> t
             "--port", str(port), "--memory", "memory://", "--log-level", "warning", *shlex.split(args.proxy_args)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLMEND_")}
     proxy = Proc("proxy", argv, rundir, Path(args.repo), env)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                break
-        except OSError:
-            time.sleep(0.1)
-    else:
+    if (reason := wait_http(port, "/healthz", proxy)) is not None:
         proxy.stop()
-        raise SystemExit(f"the proxy did not start:\n{proxy.tail()}")
+        raise SystemExit(f"the proxy did not start: {reason}")
     resource.prlimit(proxy.pid, resource.RLIMIT_NOFILE, (args.nofile, args.nofile))
     return proxy, port
 

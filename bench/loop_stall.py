@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from procs import Proc, free_port  # noqa: E402
+from procs import Proc, free_port, wait_http  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CALLS_PER_TURN = 3_000  # 100 turns for 300,000 calls: well within --max-messages
@@ -84,21 +84,6 @@ class Poller(threading.Thread):
         return [latency for sent, latency in self.samples if start <= sent < end]
 
 
-def wait_ready(port: int, proc: Proc) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if not proc.alive():
-            sys.exit(f"{proc.name} exited:\n{proc.tail()}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit(f"{proc.name} did not start:\n{proc.tail()}")
-
-
 def summary(latencies: list[float]) -> str:
     if not latencies:
         return "no samples"
@@ -127,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "--host", "127.0.0.1", "--port", str(proxy_port), "--memory", "memory://"],
                      Path(rundir), args.repo)
         try:
-            wait_ready(proxy_port, proxy)
+            if (reason := wait_http(proxy_port, "/healthz", proxy, START_TIMEOUT)) is not None:
+                sys.exit(f"the proxy did not start: {reason}")
             poller = Poller(proxy_port)
             poller.start()
             time.sleep(IDLE_SECONDS)  # the idle baseline

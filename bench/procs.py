@@ -1,10 +1,12 @@
 """Process and port helpers shared by the benchmark scripts: free loopback ports, children in their own
 session, and the CPU time and resident memory of a process with its children, read from /proc."""
 
+import http.client
 import os
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -101,3 +103,26 @@ class Proc:
             os.killpg(self.popen.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def wait_http(port: int, path: str, proc: Proc, timeout: float = 20.0) -> str | None:
+    """Poll GET path until it answers 200. None when up, else why not."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            return f"{proc.name} exited with code {proc.popen.returncode}:\n{proc.tail()}"
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status == 200:
+                return None
+            last = f"HTTP {resp.status}"
+        except (OSError, http.client.HTTPException) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        finally:
+            conn.close()
+        time.sleep(0.1)
+    return f"{proc.name} did not answer GET {path} within {timeout:.0f} s ({last}):\n{proc.tail()}"

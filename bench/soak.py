@@ -36,7 +36,6 @@ import asyncio
 import collections
 import datetime as _dt
 import gc
-import http.client
 import json
 import math
 import os
@@ -50,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from procs import Proc, free_port, tree_cpu_seconds, tree_rss_kb  # bench/ is on sys.path when a script here runs
+from procs import Proc, free_port, tree_cpu_seconds, tree_rss_kb, wait_http  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -71,29 +70,6 @@ def log(msg: str) -> None:
 
 # ----------------------------------------------------------------------------- processes
 
-
-
-def wait_http(port: int, path: str, proc: Proc, timeout: float = START_TIMEOUT) -> str | None:
-    """Poll GET path until it answers 200. None when up, else why not."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if not proc.alive():
-            return f"{proc.name} exited with code {proc.popen.returncode}:\n{proc.tail()}"
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        try:
-            conn.request("GET", path)
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status == 200:
-                return None
-            last = f"HTTP {resp.status}"
-        except (OSError, http.client.HTTPException) as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        finally:
-            conn.close()
-        time.sleep(0.1)
-    return f"{proc.name} did not answer GET {path} within {timeout:.0f} s ({last}):\n{proc.tail()}"
 
 
 # ----------------------------------------------------------------------------- internal modes
