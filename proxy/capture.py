@@ -217,8 +217,8 @@ class _Choice:
             # No index: a new id starts a new call, anything else continues the latest one.
             key = self.by_id.get(cid) if cid is not None else self.last
             if key is None:
-                last = self.calls.get(self.last) if self.last is not None else None
-                if last is not None and last.id is None:
+                # ``last`` is always a key of ``calls``: calls are only ever added.
+                if self.last is not None and self.calls[self.last].id is None:
                     key = self.last
                 else:
                     key = (max(self.by_index) + 1 if self.by_index else 0, 0)

@@ -142,18 +142,18 @@ def from_environment(environ: Mapping[str, str], upstream_proxy: str | None = No
     """The egress the environment (and ``--upstream-proxy``, which wins) describes; ValueError when unusable."""
     no_proxy = _variable(environ, "no_proxy")
     entries = [entry.strip() for entry in (no_proxy[1] if no_proxy else "").split(",") if entry.strip()]
-    exempt = {"exempt_all": "*" in entries, "exemptions": tuple(_Exemption.parse(e) for e in entries if e != "*")}
+    exempt_all, exemptions = "*" in entries, tuple(_Exemption.parse(e) for e in entries if e != "*")
     if upstream_proxy is not None:
         if upstream_proxy.strip().lower() == NO_PROXY_SETTING:
             return Egress()
         proxy = parse_proxy(upstream_proxy, "--upstream-proxy")
-        return Egress(proxy, proxy, **exempt)
+        return Egress(proxy, proxy, exempt_all, exemptions)
     everything = _variable(environ, "all_proxy")
     chosen = {}
     for scheme in ("http", "https"):
         found = _variable(environ, f"{scheme}_proxy") or everything
         chosen[scheme] = parse_proxy(found[1], found[0]) if found else None
-    return Egress(chosen["http"], chosen["https"], **exempt)
+    return Egress(chosen["http"], chosen["https"], exempt_all, exemptions)
 
 
 def _variable(environ: Mapping[str, str], name: str) -> tuple[str, str] | None:

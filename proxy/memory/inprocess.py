@@ -48,7 +48,7 @@ class InProcessStore:
         for cid in ids:
             key = self._index.get((tenant, cid))
             entry = self._turns.get(key) if key is not None else None
-            if entry is None:
+            if key is None or entry is None:
                 continue
             if entry[0] <= now:
                 self._forget(key)
