@@ -101,6 +101,14 @@ async def test_urls_name_several_nodes_and_hide_the_password(cluster: RedisClust
             check_url(url)
 
 
+async def test_a_node_without_a_host_is_refused_not_dialled_as_localhost() -> None:
+    # A store opened from a URL that skipped the settings check (Settings built in code) used to hand
+    # redis-py a node with host None, which it dials as localhost.
+    for url in ("redis+cluster://127.0.0.1:7000,:7001", "redis+cluster://:7000"):
+        with pytest.raises(ValueError, match="needs a host"):
+            open_store(url, 5, 7)
+
+
 async def test_a_password_reaches_every_master(backend: Backend, cluster: RedisCluster) -> None:
     tenants = [tenant_on(cluster, node) for node in cluster.nodes]
     password = "pass,word"  # a comma, as between the nodes of the URL

@@ -103,14 +103,8 @@ def check_url(url: str) -> None:
 
 def _check_redis(parts: SplitResult) -> None:
     cluster = parts.scheme.endswith("+cluster")
-    example = f"{parts.scheme}://127.0.0.1:7000,127.0.0.1:7001" if cluster else f"{parts.scheme}://127.0.0.1:6379/0"
-    for address in redis_addresses(parts):
-        if not address.hostname:
-            raise ValueError(f"needs a host, e.g. {example}")
-        try:
-            address.port  # noqa: B018 - raises on a port that is not a number in 0..65535
-        except ValueError:
-            raise ValueError(f"has a bad port; write it like {example}") from None
+    example = _redis_example(parts)
+    redis_nodes(parts)  # raises for a node without a host or with a bad port
     db = parts.path.strip("/")
     if db and not db.isdigit():
         raise ValueError(f"names database {db!r}: the path must be a database number, e.g. {example}")
@@ -118,10 +112,26 @@ def _check_redis(parts: SplitResult) -> None:
         raise ValueError(f"names database {db}: a Redis Cluster has only database 0; write it like {example}")
 
 
-def redis_addresses(parts: SplitResult) -> list[SplitResult]:
-    """Each ``host:port`` of a Redis URL (``redis+cluster://`` names several, comma-separated), parsed alone
-    (``.hostname``, ``.port``): ``urlsplit`` reads the whole list as one host."""
-    return [urlsplit("//" + address) for address in parts.netloc.rpartition("@")[2].split(",")]
+def _redis_example(parts: SplitResult) -> str:
+    cluster = parts.scheme.endswith("+cluster")
+    return f"{parts.scheme}://127.0.0.1:7000,127.0.0.1:7001" if cluster else f"{parts.scheme}://127.0.0.1:6379/0"
+
+
+def redis_nodes(parts: SplitResult) -> list[tuple[str, int | None]]:
+    """``(host, port)`` of each address of a Redis URL (``redis+cluster://`` names several, comma-separated),
+    each parsed alone (``urlsplit`` reads the whole list as one host). ValueError for an address without a
+    host (a client would dial localhost instead) or with a bad port."""
+    example = _redis_example(parts)
+    nodes: list[tuple[str, int | None]] = []
+    for address in parts.netloc.rpartition("@")[2].split(","):
+        parsed = urlsplit("//" + address)
+        if not parsed.hostname:
+            raise ValueError(f"needs a host, e.g. {example}")
+        try:
+            nodes.append((parsed.hostname, parsed.port))
+        except ValueError:  # .port raises on one that is not a number in 0..65535
+            raise ValueError(f"has a bad port; write it like {example}") from None
+    return nodes
 
 
 def sqlite_path(url: str) -> str:

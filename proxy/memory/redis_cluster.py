@@ -28,7 +28,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from proxy.memory import redis_addresses
+from proxy.memory import redis_nodes
 from proxy.memory.redis import MAX_CONNECTIONS, SOCKET_TIMEOUT, RedisStore
 from proxy.memory.writebehind import Write
 from proxy.turns import Turn
@@ -41,7 +41,7 @@ class RedisClusterStore(RedisStore):
 
     def connect(self, url: str) -> Any:  # RedisCluster: the same commands as redis.asyncio.Redis
         parts = urlsplit(url)
-        nodes = [ClusterNode(address.hostname, address.port or REDIS_PORT) for address in redis_addresses(parts)]
+        nodes = [ClusterNode(host, port or REDIS_PORT) for host, port in redis_nodes(parts)]
         # The cluster client opens a connection per command in flight and fails a command past
         # ``max_connections`` at once, where the single server's pool waits: so do the waiting here.
         self._in_flight = asyncio.Semaphore(MAX_CONNECTIONS)
