@@ -18,7 +18,7 @@ from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
 from proxy.memory import default_url as default_memory_url
 from proxy.memory import redact as redact_memory_url
-from proxy.repair import ORPHAN_POLICIES, PROFILES
+from proxy.repair import ORPHAN_POLICIES, PROFILES, OrphanPolicy
 from proxy.routes import RouteError, RouteSpec, load_routes
 from proxy.tenant import TENANT_SCOPES, NamedTenant
 
@@ -99,7 +99,7 @@ class Settings:
     port: int = 8080
     workers: int = 1
     profile: str = "auto"
-    orphan_policy: str = "synthesize"
+    orphan_policy: OrphanPolicy = "synthesize"  # read as text; _check refuses any other
     memory: str = "memory://"
     memory_ttl: float = 86400.0
     memory_max_entries: int = 100_000

@@ -88,9 +88,12 @@ def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) ->
     if unknown:
         raise RouteError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(KEYS))}")
     upstream = entry.get("upstream")
-    parts = urlsplit(upstream) if type(upstream) is str else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise RouteError(f"{where}: 'upstream' must be an http(s) URL such as https://api.mistral.ai/v1")
+    not_a_url = f"{where}: 'upstream' must be an http(s) URL such as https://api.mistral.ai/v1"
+    if type(upstream) is not str:
+        raise RouteError(not_a_url)
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RouteError(not_a_url)
     if parts.query or parts.fragment or "@" in parts.netloc:
         raise RouteError(f"{where}: 'upstream' must not carry a query, fragment or user name; keys go in api_key_env")
     prefix, model = entry.get("prefix"), entry.get("model")

@@ -8,7 +8,7 @@ provider accepts, changing nothing that was already valid.
 """
 
 from proxy.repair.engine import Result, needs_repair, recall_ids, repair
-from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, Policy
+from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, OrphanPolicy, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import PROFILES, Profile, detect_profile, get_profile
 
@@ -18,6 +18,7 @@ __all__ = [
     "ORPHAN_POLICIES",
     "PROFILES",
     "Finding",
+    "OrphanPolicy",
     "Policy",
     "Profile",
     "Result",
