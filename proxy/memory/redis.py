@@ -20,11 +20,13 @@ its own client, key names and index per tenant.
 
 import time
 from collections.abc import Callable
+from typing import cast
 
 import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.typing import EncodableT, ZSetScoredMembers
 
 from proxy.memory.writebehind import Write, WriteBehindStore
 from proxy.turns import Turn, call_ids
@@ -93,7 +95,7 @@ class RedisStore(WriteBehindStore):
         """Write ``batch`` in one script call that also adds its turns to the sorted set ``index``, then delete
         the oldest turns of ``index`` beyond ``max_entries``."""
         keys: list[str] = [index]
-        args: list[object] = [self._ttl_ms, now, expired_before]
+        args: list[EncodableT] = [self._ttl_ms, now, expired_before]
         for entry in batch:
             for turn in entry.turns:
                 ids = call_ids(turn)
@@ -107,7 +109,8 @@ class RedisStore(WriteBehindStore):
             await self._evict_oldest(index, over)
 
     async def _evict_oldest(self, index: str, count: int) -> None:
-        oldest = await self._redis.zpopmin(index, count)
+        # ZPOPMIN always answers (member, score) pairs; redis-py's return type also allows bare members.
+        oldest = cast(ZSetScoredMembers, await self._redis.zpopmin(index, count))
         keys = [self.key(tenant, cid) for member, _ in oldest for tenant, ids in [orjson.loads(member)] for cid in ids]
         if keys:
             await self._redis.delete(*keys)
@@ -115,7 +118,7 @@ class RedisStore(WriteBehindStore):
     async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         values = await self._redis.mget([self.key(tenant, cid) for cid in ids])
         found: dict[str, Turn] = {}
-        parsed: dict[bytes, Turn] = {}  # the ids of one turn share one parsed turn
+        parsed: dict[bytes | str, Turn] = {}  # the ids of one turn share one parsed turn
         for cid, blob in zip(ids, values, strict=True):
             if blob is None:
                 continue
