@@ -24,7 +24,7 @@ import os
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import httptools
 import httpx
@@ -70,7 +70,7 @@ class _Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
         self.write_timeout: float | None = None
-        self.error: Exception | None = None
+        self.error: httpx.TransportError | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._drain: asyncio.Future[None] | None = None
         self._begin()
@@ -91,7 +91,8 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream connection's transport is a full Transport; asyncio.Protocol types the argument as the base.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.received_any = True
@@ -179,7 +180,7 @@ class _Connection(asyncio.Protocol):
         names = {name.lower() for name, _ in self.headers}
         return b"content-length" not in names and b"transfer-encoding" not in names
 
-    def _fail(self, exc: Exception) -> None:
+    def _fail(self, exc: httpx.TransportError) -> None:
         self.error = self.error or exc  # the first failure is the one worth reporting
         self.close()
         self._wake()
@@ -456,7 +457,7 @@ async def _tunnel(loop: asyncio.AbstractEventLoop, origin: Origin, proxy: Proxy,
         if answer.buffer:  # the upstream speaks only after our TLS hello: these bytes came from the proxy
             raise OutboundProxyError("The outbound proxy sent data after its answer to CONNECT.", request=request)
         connection = _Connection(origin)
-        connection.transport = await loop.start_tls(raw, connection, tls, server_hostname=host)  # type: ignore[assignment]
+        connection.transport = await loop.start_tls(raw, connection, tls, server_hostname=host)
         return connection
     except BaseException:
         raw.close()
