@@ -5,12 +5,12 @@ A *call turn* is an assistant message with a non-empty ``tool_calls`` list. Its 
 """
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 Message = dict[str, Any]
 
 
-def is_call_turn(message: Any) -> bool:
+def is_call_turn(message: Any) -> TypeGuard[Message]:
     return (
         type(message) is dict
         and message.get("role") == "assistant"
@@ -19,11 +19,11 @@ def is_call_turn(message: Any) -> bool:
     )
 
 
-def is_tool(message: Any) -> bool:
+def is_tool(message: Any) -> TypeGuard[Message]:
     return type(message) is dict and message.get("role") == "tool"
 
 
-def is_assistant(message: Any) -> bool:
+def is_assistant(message: Any) -> TypeGuard[Message]:
     return type(message) is dict and message.get("role") == "assistant"
 
 

@@ -29,34 +29,34 @@ import orjson
 from proxy.repair.context import Context
 from proxy.repair.history import Message, call_id, declared_ids, is_assistant, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
-from proxy.turns import Turn
+from proxy.turns import Turn, call_ids
 
 RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-1", "KI-1", "AN-2", "GE-1", "VL-8"))
 
 
 def apply(ctx: Context) -> None:
     holders = {cid: m for m in ctx.messages if is_call_turn(m) for cid in declared_ids(m)}
-    orphans = [m for m in ctx.messages if is_tool(m) and result_id(m) not in holders]
+    # By identity, each orphan's id (TM106 ran first: every tool message has one).
+    orphans = {id(m): rid for m in ctx.messages if is_tool(m) and (rid := result_id(m)) is not None and rid not in holders}
     if not orphans:
         return
-    recalled = ctx.recall(list(dict.fromkeys(result_id(m) for m in orphans))) or {}
+    recalled = ctx.recall(list(dict.fromkeys(orphans.values()))) or {}
     restored: set[str] = set()  # first call id of every remembered turn already put back
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
-    orphan_ids = {id(m) for m in orphans}
     order = {id(m): index for index, m in enumerate(ctx.messages)}
     history = _Rebuilt()
     for message in ctx.messages:
-        if id(message) not in orphan_ids:
+        rid = orphans.get(id(message))
+        if rid is None:
             history.append(message)
             continue
         position = len(history.messages)
-        rid = result_id(message)
         turn = recalled.get(rid)
         if rid in declared:
             pass
         elif turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
-            declared.update(call_id(call) for call in turn["tool_calls"])
+            declared.update(call_ids(turn))
             _restore(ctx, history, message, turn, restored, holders, order)
         elif ctx.policy.orphans == "reject":
             ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
@@ -98,7 +98,7 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, resto
              holders: dict[str, Message], order: dict[int, int]) -> None:
     """Put the remembered turn back before ``orphan``, which comes next in ``history``."""
     position = len(history.messages)
-    key = call_id(turn["tool_calls"][0])
+    key = call_ids(turn)[0]  # recalled by one of its ids: it has one
     if key in restored:
         return  # an earlier result of the same turn brought it back; later rules place this one
     restored.add(key)
@@ -106,7 +106,7 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, resto
     ids = ", ".join(call_id(call) or "?" for call in calls)
     # Kept assistant messages that still declare some of the turn's calls (one, or several when the client
     # stored the turn split apart, with other messages between the parts): the first gets the whole turn.
-    turn_ids = {call_id(call) for call in calls}
+    turn_ids = set(call_ids(turn))
     candidates = {id(m): m for cid in turn_ids if (m := holders.get(cid)) is not None}
     holding = sorted((m for m in candidates.values() if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)),
                      key=lambda m: order[id(m)])
