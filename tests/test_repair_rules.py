@@ -168,3 +168,9 @@ def test_literal_repair(profile: str, bad: list, good: list, codes: list[str]) -
     assert [finding.code for finding in result.findings] == codes
     assert result.body["messages"] == good
     assert provider_violations(body_of(good, profile), profile) == []
+
+
+def test_a_renamed_result_reports_the_length_of_the_id_it_had() -> None:
+    # The finding used to tell the length of the new id (29 characters), read back after the rename.
+    result = repair(body_of([USER, calls(call(LONG_ID)), tool(LONG_ID)]))
+    assert [finding.detail for finding in result.findings if finding.code == "TM208"][1] == f"tool_call_id of {len(LONG_ID)} characters renamed"

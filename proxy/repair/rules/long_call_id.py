@@ -33,6 +33,7 @@ def apply(ctx: Context) -> None:
     if not renamed:
         return
     for position, message in enumerate(ctx.messages):
-        if is_tool(message) and result_id(message) in renamed:
-            message["tool_call_id"] = renamed[result_id(message)]
-            ctx.report(RULE, message, "renamed", f"tool_call_id of {len(result_id(message))} characters renamed", position)
+        rid = result_id(message) if is_tool(message) else None
+        if rid is not None and rid in renamed:
+            message["tool_call_id"] = renamed[rid]
+            ctx.report(RULE, message, "renamed", f"tool_call_id of {len(rid)} characters renamed", position)

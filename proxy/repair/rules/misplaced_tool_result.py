@@ -25,14 +25,16 @@ RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-
 
 def apply(ctx: Context) -> None:
     owner = {cid: id(m) for m in ctx.messages if is_call_turn(m) for cid in declared_ids(m)}
-    moved: dict[int, list[Message]] = {}  # identity of the owning call turn -> results to append to its block
-    block_of = None  # identity of the call turn whose block we are in, if any
+    # identity of the owning call turn -> results to append to its block (looked up with None outside any block)
+    moved: dict[int | None, list[Message]] = {}
+    block_of: int | None = None  # identity of the call turn whose block we are in, if any
     for position, message in enumerate(ctx.messages):
         if is_tool(message):
-            home = owner.get(result_id(message))
+            rid = result_id(message)
+            home = owner.get(rid) if rid is not None else None
             if home is not None and home != block_of:
                 moved.setdefault(home, []).append(message)
-                ctx.report(RULE, message, "moved", f"result of {result_id(message)} moved into its call's block", position)
+                ctx.report(RULE, message, "moved", f"result of {rid} moved into its call's block", position)
         else:
             block_of = id(message) if is_call_turn(message) else None
     if not moved:

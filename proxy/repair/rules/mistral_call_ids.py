@@ -69,6 +69,7 @@ def apply(ctx: Context) -> None:
         call["id"] = mapping[original]
         ctx.report(RULE, message, "renamed", f"tool_calls[{number}] id {original} -> {call['id']}", position)
     for position, message in enumerate(ctx.messages):
-        if is_tool(message) and result_id(message) in mapping:
-            message["tool_call_id"] = mapping[result_id(message)]
+        rid = result_id(message) if is_tool(message) else None
+        if rid is not None and rid in mapping:
+            message["tool_call_id"] = mapping[rid]
             ctx.report(RULE, message, "renamed", f"tool_call_id -> {message['tool_call_id']}", position)
