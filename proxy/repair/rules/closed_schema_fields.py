@@ -61,7 +61,7 @@ def apply(ctx: Context) -> None:
     schema: Schema = ctx.profile.schema or {}
     for position, message in enumerate(ctx.messages):
         role = message.get("role")
-        removed = _extra(message, schema.get(role))
+        removed = _extra(message, schema.get(role) if type(role) is str else None)
         for key in removed:
             del message[key]
         if _bad_tool_name(message, schema):
@@ -74,6 +74,8 @@ def apply(ctx: Context) -> None:
                 del call[key]
                 removed.append(f"tool_calls[{number}].{key}")
             function = call.get("function")
+            if type(function) is not dict:
+                continue
             for key in _extra(function, schema.get("function")):
                 del function[key]
                 removed.append(f"tool_calls[{number}].function.{key}")

@@ -47,7 +47,7 @@ def apply(ctx: Context) -> None:
     recalled = ctx.recall(ids) or {}
     for position, message, number, call in each_call(ctx.messages):
         cid = call_id(call)
-        if KEY in call or cid not in recalled:
+        if KEY in call or cid is None or cid not in recalled:
             continue
         remembered = next((c for c in recalled[cid]["tool_calls"] if call_id(c) == cid), None)
         if remembered is not None and KEY in remembered:
