@@ -24,6 +24,7 @@ import functools
 import logging
 import resource
 from dataclasses import dataclass
+from typing import cast
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
@@ -115,8 +116,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     # The connection
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A TCP server's protocol always gets a full Transport; asyncio.Protocol types the argument as the base.
+        super().connection_made(cast(asyncio.Transport, transport))
         connections = self.client_connections
         connections.open += 1
         self.counted = True
