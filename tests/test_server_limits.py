@@ -140,28 +140,41 @@ def test_a_header_bomb_is_cut_off_and_memory_stays_bounded(bomb: Callable[[int],
 
 # --- head timeout -------------------------------------------------------------------------------------------
 
+def trickle_until_closed(sock: socket.socket) -> bool:
+    """Send one byte per 0.2 s, as a slowloris client does, until the server closes (True) or GENEROUS passes."""
+    sock.settimeout(0.2)
+    for _ in range(int(GENEROUS / 0.2)):
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            pass
+        except ConnectionError:
+            return True
+        try:
+            sock.sendall(b"s")
+        except ConnectionError:
+            return True
+    return False
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])  # with 2, the limits travel into the worker processes
 def test_an_unfinished_head_is_closed_after_the_head_timeout(workers: str) -> None:
     with serving(UNREACHABLE, "--head-timeout", "1", "--workers", workers) as proxy, connect(proxy) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
-        closed = False
-        sock.settimeout(0.2)  # the pace of a slowloris client: one byte per 0.2 s, for at most GENEROUS
-        for _ in range(int(GENEROUS / 0.2)):
-            try:
-                if sock.recv(1024) == b"":
-                    closed = True
-                    break
-            except TimeoutError:
-                pass
-            except ConnectionError:
-                closed = True
-                break
-            try:
-                sock.sendall(b"s")
-            except ConnectionError:
-                closed = True
-                break
-    assert closed, "the unfinished head was still open after the bound"
+        assert trickle_until_closed(sock), "the unfinished head was still open after the bound"
+
+
+def test_the_head_timeout_holds_for_every_request_of_a_keep_alive_connection() -> None:
+    with serving(UNREACHABLE, "--head-timeout", "1") as proxy, connect(proxy) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        answer = b""
+        while b'"ok"' not in answer:  # the first answer, complete: the connection stays open for the next
+            chunk = sock.recv(65536)
+            assert chunk, f"closed after the first answer: {answer!r}"
+            answer += chunk
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
+        assert trickle_until_closed(sock), "the second request's unfinished head was still open after the bound"
 
 
 # --- against a raw upstream --------------------------------------------------------------------------------
