@@ -21,6 +21,7 @@ def test_json_log_lines_one_per_request_without_secrets(strict_upstream: tuple[s
                                 headers={"authorization": f"Bearer {SECRET_KEY}", "x-request-id": "req-json-1"},
                                 json={"model": "m", "messages": history})
             assert answer.status_code == 200
+        proxy.stop()  # a request's line is written after its answer is sent: stop first, so every line is in
         log = proxy.log()
     lines = [json.loads(line) for line in log.splitlines() if line.strip()]  # every line parses as JSON
     requests = [line for line in lines if line["logger"] == "toolmend.access" and line["path"] == "/v1/chat/completions"]
