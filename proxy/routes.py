@@ -31,6 +31,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from proxy.credentials import key_list
@@ -80,13 +81,19 @@ def load_routes(path: str, environ: Mapping[str, str] = os.environ) -> RouteFile
     return RouteFile(tuple(_route(path, number, entry, environ) for number, entry in enumerate(routes, 1)), tuple(named))
 
 
-def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) -> RouteSpec:
-    where = f"--config {path}: route {number}"
+def _table(where: str, entry: object, allowed: frozenset[str]) -> dict[str, Any]:
+    """A [[route]] or [[tenant]] entry: a table holding only the keys its kind allows."""
     if type(entry) is not dict:
         raise RouteError(f"{where}: must be a table")
-    unknown = set(entry) - KEYS
+    unknown = set(entry) - allowed
     if unknown:
-        raise RouteError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(KEYS))}")
+        raise RouteError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(allowed))}")
+    return entry
+
+
+def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) -> RouteSpec:
+    where = f"--config {path}: route {number}"
+    entry = _table(where, entry, KEYS)
     upstream = entry.get("upstream")
     not_a_url = f"{where}: 'upstream' must be an http(s) URL such as https://api.mistral.ai/v1"
     if type(upstream) is not str:
@@ -116,11 +123,7 @@ def _route(path: str, number: int, entry: object, environ: Mapping[str, str]) ->
 
 def _tenant(path: str, number: int, entry: object, environ: Mapping[str, str], earlier: list[NamedTenant]) -> NamedTenant:
     where = f"--config {path}: tenant {number}"
-    if type(entry) is not dict:
-        raise RouteError(f"{where}: must be a table")
-    unknown = set(entry) - TENANT_KEYS
-    if unknown:
-        raise RouteError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TENANT_KEYS))}")
+    entry = _table(where, entry, TENANT_KEYS)
     name = entry.get("name")
     if type(name) is not str or not TENANT_NAME.fullmatch(name):
         raise RouteError(f"{where}: 'name' must be up to 64 letters, digits, '.', '_' or '-', such as \"team-a\"")

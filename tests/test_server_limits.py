@@ -3,6 +3,7 @@ header bombs, unfinished heads, stalled bodies, clients that never read, and con
 
 import asyncio
 import contextlib
+import resource
 import select
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -299,7 +300,6 @@ def soft_open_files(pid: int) -> int:
 def test_open_file_limit_is_raised_to_what_the_limits_need(hard: int) -> None:
     """The default caps need ~1,600 descriptors; a stock soft limit of 1,024 would make accept() fail first."""
     needed = 1000 + 1 + 512 + 64  # --max-connections, the one over it, --max-upstream-connections, spare
-    import resource
 
     def low_soft_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
