@@ -42,6 +42,20 @@ def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> int | Non
     return proc.returncode
 
 
+def wait_answering(proc: subprocess.Popen, url: str, what: str, log: Callable[[], str], timeout: float) -> None:
+    """Until GET ``url`` answers 200; fails at once, with ``log()``, if ``proc`` exits meanwhile."""
+
+    def answering() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}:\n{log()}")
+        try:
+            return httpx.get(url, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(answering, timeout, what, interval=0.05)
+
+
 def wait_until(condition, timeout: float, what: str, interval: float = 0.02):
     deadline = time.monotonic() + timeout
     while True:
@@ -138,15 +152,7 @@ class ProxyProcess:
         return self
 
     def wait_ready(self, timeout: float = 20) -> ProxyProcess:
-        def healthy() -> bool:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"proxy exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                return httpx.get(self.url + "/readyz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(healthy, timeout, f"proxy on port {self.port}", interval=0.05)
+        wait_answering(self.proc, self.url + "/readyz", f"proxy on port {self.port}", self.log, timeout)
         return self
 
     def stop(self) -> int | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import HANG_GUARD, free_port, stop_process, wait_until
+from tests.support.processes import HANG_GUARD, free_port, stop_process, wait_answering, wait_until
 
 SKIP_REASON = "prometheus/promtool are not installed (bash .ci/run installs Debian's prometheus package)"
 
@@ -60,16 +60,7 @@ class PrometheusServer:
             ["prometheus", f"--config.file={self.config}", f"--storage.tsdb.path={self.directory / 'data'}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
             stdout=self._log, stderr=subprocess.STDOUT)
-
-        def ready() -> bool:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"prometheus exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                return httpx.get(self.url + "/-/ready", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(ready, HANG_GUARD, f"prometheus on port {self.port}", interval=0.05)
+        wait_answering(self.proc, self.url + "/-/ready", f"prometheus on port {self.port}", self.log, HANG_GUARD)
         return self
 
     def api(self, path: str, **params: str) -> object:
