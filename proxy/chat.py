@@ -18,8 +18,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from proxy.access import Denied
-from proxy.capture import CaptureLimit
 from proxy.config import Settings
+from proxy.dialects.capture import CaptureLimit
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import error_response
 from proxy.forward import UpstreamError

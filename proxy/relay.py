@@ -15,7 +15,8 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from proxy.capture import CaptureLimit, StreamCapture, turns_from_json
+from proxy.dialects.capture import CaptureLimit
+from proxy.dialects.chat.capture import StreamCapture, turns_from_json
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
 from proxy.turns import Turn

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.capture import StreamCapture, turns_from_json
+from proxy.dialects.chat.capture import StreamCapture, turns_from_json
 from proxy.turns import make_turn
 
 

@@ -7,10 +7,22 @@ import httpx
 import orjson
 import respx
 
-from proxy.capture import StreamCapture
+from proxy.dialects.chat.capture import StreamCapture
 from tests.support.proxy_fixtures import (
-    AUTH, DONE, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings, orphan_history,
-    running_proxy, sse_response, tenant_for,
+    AUTH,
+    DONE,
+    UPSTREAM,
+    ScriptedStream,
+    call,
+    chunk,
+    completion,
+    delta,
+    event,
+    make_settings,
+    orphan_history,
+    running_proxy,
+    sse_response,
+    tenant_for,
 )
 
 PATH = "/v1/chat/completions"

@@ -14,7 +14,7 @@ Both return :class:`~proxy.turns.Turn` dicts, one per choice that made tool call
 I/O, no web framework): capture must never break the relay, so nothing here raises on bad input; it keeps
 what it can understand and silently skips the rest.
 
-What capture holds is bounded by :class:`CaptureLimit` (``--max-capture-bytes``): an answer larger than
+What capture holds is bounded by :class:`~proxy.dialects.capture.CaptureLimit` (``--max-capture-bytes``): an answer larger than
 that, JSON or stream, is still relayed in full, but its calls are not remembered. A hostile or broken
 upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it.
 """
@@ -22,15 +22,14 @@ upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from proxy.turns import Turn, make_turn
 
-__all__ = ["CaptureLimit", "StreamCapture", "turns_from_json"]
+__all__ = ["CAPTURE", "ChatCapture", "StreamCapture", "turns_from_json"]
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -39,16 +38,6 @@ _BOM = b"\xef\xbb\xbf"
 # is stream bookkeeping and is absent from non-streaming calls, so it is not kept.
 _CALL_KEYS = frozenset(("index", "id", "type", "function"))
 _FUNCTION_KEYS = frozenset(("name", "arguments"))
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureLimit:
-    """How many bytes of one answer capture may read, and whom to tell when an answer is larger.
-
-    ``gave_up`` is called once per such answer with why: ``"json"`` (a JSON answer) or ``"stream"``."""
-
-    max_bytes: int
-    gave_up: Callable[[str], None]
 
 
 def _text(value: Any) -> str | None:
@@ -251,11 +240,12 @@ class StreamCapture:
     counted, as the SSE spec prescribes.
     """
 
-    __slots__ = ("_choices", "_data", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
+    __slots__ = ("_choices", "_data", "_done", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         self.max_bytes = max_bytes
         self.abandoned = False
+        self._done = False  # ``data: [DONE]`` was read
         self._read = 0  # bytes fed so far
         self._tail: list[bytes] = []  # pieces of the unfinished line; joined once, when it completes
         self._data: list[bytes] = []  # ``data:`` values of the event being read
@@ -275,6 +265,11 @@ class StreamCapture:
             self._feed(chunk)
         except Exception:  # noqa: BLE001 - capture is best effort; the relay must go on even if this reader is confused
             pass
+
+    @property
+    def finished(self) -> bool:
+        """The terminal ``data: [DONE]`` event has been read."""
+        return self._done
 
     def _abandon(self) -> None:
         self.abandoned = True
@@ -328,6 +323,7 @@ class StreamCapture:
     def _dispatch(self, data: list[bytes]) -> None:
         raw = data[0] if len(data) == 1 else b"\n".join(data)
         if raw == b"[DONE]":
+            self._done = True
             return
         try:
             obj = _loads(raw)
@@ -374,3 +370,16 @@ class StreamCapture:
         except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed
             pass
         return out
+
+
+class ChatCapture:
+    """The chat dialect's capture (``proxy.dialects.capture.Capture``)."""
+
+    def from_json(self, body: bytes) -> list[Turn]:
+        return turns_from_json(body)
+
+    def stream(self, max_bytes: int | None) -> StreamCapture:
+        return StreamCapture(max_bytes)
+
+
+CAPTURE = ChatCapture()
