@@ -26,7 +26,7 @@ from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, relay_chat
-from proxy.repair import Finding, Policy, Profile, Result, needs_repair, recall_ids, repair
+from proxy.repair import Finding, Plan, Policy, Profile, Result, plan
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
 from proxy.router import InvalidPath, UpstreamRoute
@@ -120,11 +120,11 @@ async def _repair_request(state: ProxyState, profile: Profile, tenant: str, body
     The engine's work on a large body runs in a thread so that other clients are not kept waiting: the
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds."""
     run = _in_thread if len(body) > LARGE_BODY_BYTES else _inline
-    ids = await run(_ids_to_recall, parsed, profile)
-    if ids is None:
+    planned = await run(plan, parsed, profile)
+    if planned is None:
         return body, []
-    recalled = await _recall(state, tenant, ids)
-    result, outgoing, counts, calls = await run(_repaired, parsed, recalled, profile, state.policy)
+    recalled = await _recall(state, tenant, planned.recall)
+    result, outgoing, counts, calls = await run(_repaired, planned, recalled, state.policy)
     if result.rejected is not None:
         raise Refused(_rejection(result.rejected))
     if not result.changed:
@@ -207,17 +207,11 @@ async def _in_thread(function: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(function, *args)
 
 
-def _ids_to_recall(parsed: dict, profile: Profile) -> list[str] | None:
-    """None when the request needs no repair (most requests), else the call ids to look up first."""
-    return recall_ids(parsed, profile) if needs_repair(parsed, profile) else None
-
-
-def _repaired(parsed: dict, recalled: dict[str, Turn], profile: Profile,
-              policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+def _repaired(planned: Plan, recalled: dict[str, Turn], policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
     """The engine's result; when it changed the body, the body to send (None if too deep to encode), the
     findings counted by rule code and the calls they put back counted by source (a large history can have
     hundreds of thousands of findings: counted here, in the thread, too)."""
-    result = repair(parsed, recall=lambda _ids: recalled, profile=profile, policy=policy)
+    result = planned.repair(recalled, policy)
     if not result.changed:
         return result, None, Counter(), Counter()
     counts = Counter(finding.code for finding in result.findings)

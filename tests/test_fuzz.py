@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.chat import summarize
-from proxy.repair import PROFILES, Policy, Result, needs_repair, recall_ids, repair
+from proxy.repair import PROFILES, Policy, Result, needs_repair, plan, repair
 from tests.support.hypothesis_budget import examples
 from tests.support.strict_upstream import Recorder
 
@@ -74,7 +74,7 @@ def deeply_nested(depth: int) -> dict:
 @example(body={"messages": [{"role": "system", "tool_calls": True}]}, profile="anthropic", policy="synthesize")  # found by the long run
 def test_engine_never_raises(body, profile, policy) -> None:
     selected = PROFILES[profile]
-    recall_ids(body, selected)
+    plan(body, selected)
     needs_repair(body, selected)
     result = repair(body, profile=selected, policy=Policy(orphans=policy))
     if result.changed:

@@ -14,7 +14,6 @@ import pytest
 import respx
 
 from proxy import chat
-from proxy.repair import repair as real_repair
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, completion, orphan_history, running_proxy
 
@@ -31,12 +30,14 @@ async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeyp
     repair_started, healthz_answered = threading.Event(), threading.Event()
     saw_healthz: list[bool] = []
 
+    real_repair = chat._repaired
+
     def repair_waiting_for_healthz(*args, **kwargs):
         repair_started.set()
         saw_healthz.append(healthz_answered.wait(HANG_GUARD))
         return real_repair(*args, **kwargs)
 
-    monkeypatch.setattr(chat, "repair", repair_waiting_for_healthz)
+    monkeypatch.setattr(chat, "_repaired", repair_waiting_for_healthz)
     with respx.mock(base_url=UPSTREAM) as upstream:
         route = upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion(content="ok")))
         async with running_proxy() as proxy:

@@ -26,13 +26,12 @@ def turn(*calls: dict, content=None) -> dict:
     return {"tool_calls": list(calls), "content": content, "reasoning_content": None}
 
 
-def memory(*turns: dict):
-    by_id = {c["id"]: t for t in turns for c in t["tool_calls"]}
-    return lambda ids: {cid: by_id[cid] for cid in ids if cid in by_id}
+def memory(*turns: dict) -> dict:
+    return {c["id"]: t for t in turns for c in t["tool_calls"]}
 
 
-def fix(messages: list, recall=lambda ids: {}, **policy) -> tuple[list, list]:
-    result = repair({"messages": messages}, recall=recall, policy=Policy(**policy))
+def fix(messages: list, recalled: dict | None = None, **policy) -> tuple[list, list]:
+    result = repair({"messages": messages}, recalled or {}, policy=Policy(**policy))
     if result.rejected is None:
         assert violations(result.body, skip=("S12",)) == []
     return result.body["messages"], list(result.findings)

@@ -31,7 +31,7 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from proxy.repair import DEFAULT_PLACEHOLDER, PROFILES, Policy, repair
+from proxy.repair import DEFAULT_PLACEHOLDER, PROFILES, Policy, Result, plan, repair
 from proxy.repair.rules import FINAL, UNIVERSAL
 from proxy.turns import make_turn
 from tests.support.hypothesis_budget import examples
@@ -187,6 +187,12 @@ class Case:
 
     def recall(self, ids: list[str]) -> dict[str, dict]:
         return {cid: self.memory[cid] for cid in ids if cid in self.memory}
+
+
+def repair_as_served(body: dict, case: Case, policy: Policy = Policy()) -> Result:
+    """What the server does: plan, recall only the ids the plan names, then repair with those turns."""
+    planned = plan(body)
+    return Result(body, ()) if planned is None else planned.repair(case.recall(planned.recall), policy)
 
 
 def _is_call_turn(message: Any) -> bool:
@@ -627,7 +633,7 @@ def check_repair(case: Case, policy_name: str) -> None:
     memory_before = orjson.dumps(case.memory)
     policy = Policy(orphans=policy_name)
 
-    result = repair(body, case.recall, policy=policy)
+    result = repair_as_served(body, case, policy)
 
     assert orjson.dumps(body) == before, "the input was mutated"
     assert orjson.dumps(case.memory) == memory_before, "the memory was mutated"
@@ -650,7 +656,7 @@ def check_repair(case: Case, policy_name: str) -> None:
     problems = violations(result.body, skip=SKIP)
     assert not problems, [(v.rule, v.index, v.message) for v in problems[:3]]
 
-    again = repair(result.body, case.recall, policy=policy)
+    again = repair_as_served(result.body, case, policy)
     assert again.findings == () and again.body is result.body, [f.as_dict() for f in again.findings]
     check_survivors(case, policy_name, result.body["messages"])
 
@@ -665,7 +671,7 @@ def test_generated_histories_are_valid(body: dict) -> None:
 @given(body=valid_bodies(), policy=st.sampled_from(POLICIES))
 def test_valid_history_comes_back_as_the_same_object(body: dict, policy: str) -> None:
     before = orjson.dumps(body)
-    result = repair(body, lambda ids: {}, policy=Policy(orphans=policy))
+    result = repair(body, {}, policy=Policy(orphans=policy))
     assert result.body is body
     assert result.findings == () and result.rejected is None and not result.changed
     assert orjson.dumps(body) == before
@@ -716,7 +722,7 @@ def test_repaired_history_is_accepted_idempotent_and_loses_nothing(case: Case) -
 @given(case=broken_cases(breakers=("drop_tool_calls",), full_memory=True))
 def test_dropped_calls_are_restored_exactly_from_memory(case: Case) -> None:
     for policy in POLICIES:
-        result = repair(case.broken, case.recall, policy=Policy(orphans=policy))
+        result = repair_as_served(case.broken, case, Policy(orphans=policy))
         assert result.rejected is None
         out = result.body["messages"]
         calls = [call for m in out if m.get("role") == "assistant" for call in m.get("tool_calls") or ()]
@@ -775,7 +781,7 @@ def removable_only_bodies(draw: Callable[[Any], Any]) -> dict:
 @example(body=copy.deepcopy(EMPTIED_BY_DROP.broken), policy="drop")  # issue 15: TM204, TM101, then TM109
 @example(body=_body([{"role": "assistant", "content": None}]), policy="synthesize")
 def test_bug1_a_repair_never_forwards_an_empty_history(body: dict, policy: str) -> None:
-    result = repair(body, lambda ids: {}, policy=Policy(orphans=policy))
+    result = repair(body, {}, policy=Policy(orphans=policy))
     has_results = any(m["role"] == "tool" for m in body["messages"])
     if policy == "synthesize" and has_results:
         assert result.rejected is None and violations(result.body, skip=SKIP) == []
@@ -810,7 +816,7 @@ def repeated_orphan_bodies(draw: Callable[[Any], Any]) -> dict:
     )
 )
 def test_bug2_synthesized_calls_are_declared_once(body: dict) -> None:
-    result = repair(body, lambda ids: {}, policy=Policy(orphans="synthesize"))
+    result = repair(body, {}, policy=Policy(orphans="synthesize"))
     assert violations(result.body, skip=SKIP) == []
 
 
@@ -873,7 +879,7 @@ _PARTIAL_A = make_turn(
     )
 )
 def test_bug3_restoring_a_turn_keeps_the_holders_own_calls(case: Case) -> None:
-    result = repair(case.broken, case.recall)
+    result = repair_as_served(case.broken, case)
     out_ids = {call["id"] for m in result.body["messages"] for call in m.get("tool_calls") or ()}
     assert {call["id"] for call in _all_calls(case.broken["messages"])} <= out_ids
     assert violations(result.body, skip=SKIP) == []
@@ -917,7 +923,7 @@ def duplicate_media_result_bodies(draw: Callable[[Any], Any]) -> dict:
     )
 )
 def test_bug4_merged_duplicate_results_keep_their_media(body: dict) -> None:
-    result = repair(body, lambda ids: {})
+    result = repair(body, {})
     images = [p for m in body["messages"] if m["role"] == "tool" for p in _media_of(m["content"])]
     media_out = [p for m in result.body["messages"] if m["role"] == "user" for p in _media_of(m["content"])]
     assert all(image in media_out for image in images)
@@ -961,5 +967,5 @@ def test_bug5_a_split_turn_restored_from_memory_declares_each_call_once(case: Ca
     turn_ids = sorted(case.memory)
     for policy in POLICIES:
         check_repair(case, policy)  # accepted (no id declared twice: S4), idempotent, nothing lost
-        declared = [call["id"] for call in _all_calls(repair(case.broken, case.recall, policy=Policy(orphans=policy)).body["messages"])]
+        declared = [call["id"] for call in _all_calls(repair_as_served(case.broken, case, Policy(orphans=policy)).body["messages"])]
         assert sorted(declared) == turn_ids, policy

@@ -25,9 +25,8 @@ def body_of(messages: list, profile: str = "openai") -> dict:
     return {"model": "deepseek-reasoner" if profile == "deepseek" else "gpt-4o", "messages": messages}
 
 
-def recall_from(doc: RuleDoc):
-    turns = {call["id"]: turn for turn in doc.recalled for call in turn["tool_calls"]}
-    return lambda ids: {cid: turns[cid] for cid in ids if cid in turns}
+def recalled_from(doc: RuleDoc) -> dict:
+    return {call["id"]: turn for turn in doc.recalled for call in turn["tool_calls"]}
 
 
 def profile_of(doc: RuleDoc) -> str:
@@ -51,13 +50,13 @@ def test_profile_examples_are_judged_by_every_provider_of_the_profile(doc: RuleD
     signatures = {c["id"]: c["extra_content"] for t in doc.recalled for c in t["tool_calls"] if "extra_content" in c}
     for provider in doc.profiles:
         assert provider_violations(body_of(doc.bad, provider), provider, emitted_signatures=signatures), (doc.code, provider)
-        result = repair(body_of(doc.bad, provider), recall=recall_from(doc), profile=provider)
+        result = repair(body_of(doc.bad, provider), recalled_from(doc), profile=provider)
         assert provider_violations(result.body, provider, emitted_signatures=signatures) == [], (doc.code, provider)
 
 
 @pytest.mark.parametrize("doc", RULES, ids=[doc.code for doc in RULES])
 def test_example_repairs_to_good(doc: RuleDoc) -> None:
-    result = repair(body_of(doc.bad), recall=recall_from(doc), profile=profile_of(doc))
+    result = repair(body_of(doc.bad), recalled_from(doc), profile=profile_of(doc))
     assert doc.code in {finding.code for finding in result.findings}
     if doc.good is None:
         assert result.rejected is not None and result.rejected.code == doc.code
@@ -80,7 +79,7 @@ def test_good_example_is_accepted_by_a_strict_provider(doc: RuleDoc) -> None:
 @pytest.mark.parametrize("doc", [d for d in RULES if d.good is not None], ids=lambda d: d.code)
 def test_good_example_needs_nothing(doc: RuleDoc) -> None:
     body = body_of(doc.good)
-    result = repair(body, recall=recall_from(doc), profile=profile_of(doc))
+    result = repair(body, recalled_from(doc), profile=profile_of(doc))
     assert result.findings == () and result.body is body
 
 

@@ -1,13 +1,15 @@
 """The repair engine: turns any tool-call history a real agent framework produces into one every strict
 provider accepts, changing nothing that was already valid.
 
-    result = repair(body, recall=memory_lookup, profile="openai", policy=Policy(orphans="synthesize"))
+    planned = plan(body, profile="openai")   # None: nothing to repair, forward the client's bytes
+    result = planned.repair(recalled={...turns remembered for planned.recall...}, policy=Policy())
+    # or both steps at once: repair(body, recalled, profile, policy)
     if result.rejected: ...        # policy "reject": answer 400, forward nothing
     elif result.changed: ...       # forward result.body (re-serialized)
     else: ...                      # forward the client's original bytes
 """
 
-from proxy.repair.engine import Result, needs_repair, recall_ids, repair
+from proxy.repair.engine import Plan, Result, needs_repair, plan, repair
 from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, OrphanPolicy, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import PROFILES, Profile, detect_profile, get_profile
@@ -19,6 +21,7 @@ __all__ = [
     "PROFILES",
     "Finding",
     "OrphanPolicy",
+    "Plan",
     "Policy",
     "Profile",
     "Result",
@@ -26,6 +29,6 @@ __all__ = [
     "get_profile",
     "needs_repair",
     "orphan_call_ids",
-    "recall_ids",
+    "plan",
     "repair",
 ]

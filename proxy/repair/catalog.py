@@ -5,12 +5,12 @@ through the engine, and ``toolmend check --list-rules`` prints the table the REA
 """
 
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import orjson
 
 from proxy.repair.profiles import PROFILES
+from proxy.repair.rule import RepairRule
 from proxy.repair.rules import FINAL, UNIVERSAL
 
 SECTIONS = ("Bad:", "Recalled:", "Good:")
@@ -28,7 +28,7 @@ class RuleDoc:
     profiles: tuple[str, ...] = ()  # empty: a universal rule
 
 
-def describe(rule: ModuleType, profiles: tuple[str, ...] = ()) -> RuleDoc:
+def describe(rule: RepairRule, profiles: tuple[str, ...] = ()) -> RuleDoc:
     doc = rule.__doc__ or ""
     summary = " ".join(doc.split("\n\n")[0].split())
     sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
@@ -53,7 +53,7 @@ def describe(rule: ModuleType, profiles: tuple[str, ...] = ()) -> RuleDoc:
 
 
 def all_rules() -> list[RuleDoc]:
-    users: dict[ModuleType, list[str]] = {}
+    users: dict[RepairRule, list[str]] = {}
     for name, profile in PROFILES.items():
         for rule in profile.rules:
             users.setdefault(rule, []).append(name)

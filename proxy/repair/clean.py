@@ -10,9 +10,10 @@ from typing import Any
 
 import orjson
 
+from proxy.repair.rules.long_call_id import MAX_ID_LENGTH
+
 _decode = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
-MAX_ID_LENGTH = 40
 
 
 def is_clean(messages: Any) -> bool:

@@ -1,30 +1,37 @@
 """The working state one repair pass shares between the rules."""
 
+from __future__ import annotations
+
 import hashlib
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from proxy.repair.findings import CallSource, Finding, Policy
 from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
 
-Recall = Callable[[list[str]], Mapping[str, Turn]]
+if TYPE_CHECKING:
+    from proxy.repair.profiles import Profile
+
+#: The remembered turns a repair was handed: call id -> the turn that declared it (ids not found are absent).
+Recalled = Mapping[str, Turn]
 
 
 class Context:
-    """The message list being repaired, the findings so far, and what the rules may consult.
+    """The message list being repaired, the findings so far, and what the rules may consult: the
+    request's tools, the turns recalled from memory before the repair began, the policy and the profile.
 
     Rules mutate ``messages`` in place. ``origin`` maps each message object of the request (by identity)
     to its index as the client sent it, so findings point at the client's numbering even after earlier
     rules inserted or moved messages.
     """
 
-    def __init__(self, messages: list[Message], tools: Any, recall: Recall, policy: Policy, profile: Any) -> None:
+    def __init__(self, messages: list[Message], tools: Any, recalled: Recalled, policy: Policy, profile: Profile) -> None:
         self.messages = messages
         self.profile = profile
         self.tools = tools
-        self.recall = recall
+        self.recalled = recalled
         self.policy = policy
         self.findings: list[Finding] = []
         self.rejected: Finding | None = None

@@ -1,4 +1,10 @@
-"""``repair``: the one entry point of the engine. Pure: no I/O, no framework, no globals."""
+"""The engine's two steps, ``plan`` then ``Plan.repair``, and ``repair`` which is both. Pure: no I/O, no
+framework, no globals.
+
+The server plans first: most requests need nothing (``plan`` returns None after one fast check and the
+client's bytes go upstream as sent); otherwise the plan names the call ids to recall, the server fetches
+them from memory in one round trip, and hands the turns to ``Plan.repair``, which does not check again.
+"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -7,7 +13,7 @@ from typing import Any
 import orjson
 
 from proxy.repair.clean import is_clean
-from proxy.repair.context import Context, Recall
+from proxy.repair.context import Context, Recalled
 from proxy.repair.findings import Finding, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import Profile, get_profile
@@ -15,6 +21,7 @@ from proxy.repair.rules import FINAL, UNIVERSAL, malformed_message
 from proxy.turns import Turn
 
 DEFAULT_POLICY = Policy()
+NOTHING_RECALLED: Mapping[str, Turn] = {}
 TOO_DEEP = "the request nests values deeper than can be encoded again (255 levels); nothing was repaired"
 
 
@@ -32,8 +39,18 @@ class Result:
         return bool(self.findings) and self.rejected is None
 
 
-def nothing_recalled(ids: list[str]) -> Mapping[str, Turn]:
-    return {}
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A chat-completions body that needs repair, and the call ids whose remembered turns it may need:
+    orphan results, and what the profile's rules look up."""
+
+    body: dict[str, Any]
+    profile: Profile
+    recall: list[str]
+
+    def repair(self, recalled: Recalled = NOTHING_RECALLED, policy: Policy = DEFAULT_POLICY) -> Result:
+        """Run the rules over a copy of the body, with ``recalled`` (call id -> remembered turn) in hand."""
+        return run(self.body, recalled, self.profile, policy)
 
 
 def _copy_message(message: Any) -> Any:
@@ -60,39 +77,39 @@ def _copy_call(call: Any) -> Any:
 
 
 def needs_repair(body: Any, profile: Profile) -> bool:
-    """The fast path: False when ``repair`` would find nothing (most requests)."""
+    """The fast check: False when the rules would find nothing (most requests)."""
     messages = body.get("messages") if type(body) is dict else None
     if type(messages) is not list:
         return False
     return not is_clean(messages) or (bool(profile.rules) and not profile.is_clean(messages))
 
 
-def recall_ids(body: Any, profile: Profile) -> list[str]:
-    """The call ids whose remembered turns a repair of ``body`` may need: orphan results, and what the
-    profile's rules look up. The server fetches them in one round trip before calling ``repair``."""
-    messages = body.get("messages") if type(body) is dict else None
-    if type(messages) is not list or not all(type(m) is dict for m in messages):
-        return []
-    return list(dict.fromkeys([*orphan_call_ids(messages), *profile.wanted_ids(messages)]))
-
-
-def repair(
-    body: Any,
-    recall: Recall = nothing_recalled,
-    profile: str | Profile = "openai",
-    policy: Policy = DEFAULT_POLICY,
-) -> Result:
-    """Repair the tool-call history of a chat-completions request body.
-
-    ``recall(ids)`` returns the remembered turns for the given call ids (a mapping from call id to the
-    turn that declared it; missing ids are simply absent). The input is never modified: when something
-    needs repair the engine works on a copy.
-    """
+def plan(body: Any, profile: str | Profile = "openai") -> Plan | None:
+    """None when ``body`` needs no repair; else the plan, with the call ids to recall first."""
     profile = get_profile(profile) if isinstance(profile, str) else profile
     if not needs_repair(body, profile):
-        return Result(body, ())
+        return None
+    messages = body["messages"]
+    ids: list[str] = []
+    if all(type(m) is dict for m in messages):
+        ids = list(dict.fromkeys([*orphan_call_ids(messages), *profile.wanted_ids(messages)]))
+    return Plan(body, profile, ids)
+
+
+def repair(body: Any, recalled: Recalled = NOTHING_RECALLED, profile: str | Profile = "openai",
+           policy: Policy = DEFAULT_POLICY) -> Result:
+    """Repair the tool-call history of a chat-completions request body: ``plan`` and ``Plan.repair`` in one.
+
+    ``recalled`` maps call ids to the remembered turns that declared them (ids not remembered are simply
+    absent). The input is never modified: when something needs repair the engine works on a copy.
+    """
+    planned = plan(body, profile)
+    return Result(body, ()) if planned is None else planned.repair(recalled, policy)
+
+
+def run(body: dict[str, Any], recalled: Recalled, profile: Profile, policy: Policy) -> Result:
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
-    ctx = Context(repaired["messages"], repaired.get("tools"), recall, policy, profile)
+    ctx = Context(repaired["messages"], repaired.get("tools"), recalled, policy, profile)
     try:
         for rule in (*UNIVERSAL, *profile.rules, *FINAL):
             rule.apply(ctx)

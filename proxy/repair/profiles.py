@@ -8,10 +8,10 @@ universal ones, and the upstream hosts that select it when no profile is given.
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from proxy.repair.rule import ProfileRule, RecallingRule
 from proxy.repair.rules import (
     closed_schema_fields,
     content_key,
@@ -30,7 +30,7 @@ from proxy.repair.rules import (
 class Profile:
     name: str
     description: str
-    rules: tuple[ModuleType, ...] = ()
+    rules: tuple[ProfileRule, ...] = ()
     #: For closed-schema providers: role (or ``tool_call``, ``function``) -> the keys they accept.
     schema: Mapping[str, frozenset[str]] | None = None
     #: Upstream hosts (``host`` or ``host:port``) that select this profile.
@@ -42,7 +42,7 @@ class Profile:
 
     def wanted_ids(self, messages: list[Any]) -> list[str]:
         """Call ids whose remembered turns the profile's rules will look up."""
-        return [cid for rule in self.rules if hasattr(rule, "wanted_ids") for cid in rule.wanted_ids(messages)]
+        return [cid for rule in self.rules if isinstance(rule, RecallingRule) for cid in rule.wanted_ids(messages)]
 
 
 def _keys(*names: str) -> frozenset[str]:

@@ -1,6 +1,16 @@
-"""The identity every repair rule carries: a stable code, a name, and the provider rules it answers."""
+"""What a repair rule is: a stable identity (code, name, the provider rules it answers) and the module
+that carries it. A rule is a module (one rule per file, with a Bad/Good docstring); these protocols are
+the shape every such module has, checked by mypy where the rule lists are built."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from proxy.repair.context import Context
+    from proxy.repair.profiles import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -8,3 +18,26 @@ class Rule:
     code: str
     name: str
     answers: tuple[str, ...]
+
+
+class RepairRule(Protocol):
+    """A rule module: ``RULE`` and ``apply``, which finds the problem in ``ctx`` and fixes or refuses it."""
+
+    RULE: Rule
+
+    def apply(self, ctx: Context) -> None: ...
+
+
+class ProfileRule(RepairRule, Protocol):
+    """A rule a profile adds. The universal fast check does not know it, so it says itself when it has
+    nothing to do."""
+
+    def is_clean(self, messages: list[Any], profile: Profile) -> bool: ...
+
+
+@runtime_checkable
+class RecallingRule(Protocol):
+    """A profile rule that consults memory for calls that are present (not only for orphans): it names the
+    call ids to recall before the repair runs."""
+
+    def wanted_ids(self, messages: Sequence[Any]) -> list[str]: ...

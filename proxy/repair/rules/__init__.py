@@ -7,6 +7,7 @@ Each rule
 is one module with ``RULE`` (code, name, provider rule ids), a Bad/Good docstring and ``apply(ctx)``.
 """
 
+from proxy.repair.rule import RepairRule
 from proxy.repair.rules import (
     duplicate_call_id,
     duplicate_tool_result,
@@ -30,7 +31,7 @@ from proxy.repair.rules import (
     unanswered_tool_call,
 )
 
-UNIVERSAL = (
+UNIVERSAL: tuple[RepairRule, ...] = (
     malformed_message,
     legacy_function_call,
     empty_tool_calls,
@@ -54,4 +55,4 @@ UNIVERSAL = (
 )
 
 # After every other rule, the profile's included: the one decision about what they left of the history.
-FINAL = (empty_history,)
+FINAL: tuple[RepairRule, ...] = (empty_history,)

@@ -20,6 +20,7 @@ from proxy.repair.rule import Rule
 
 RULE = Rule("TM208", "long-call-id", ("E-ID-40", "OAI-8", "AZ-2"))
 
+#: The longest call id OpenAI and Azure accept (E-ID-40); the fast check in ``proxy/repair/clean.py`` uses it too.
 MAX_ID_LENGTH = 40
 
 

@@ -40,7 +40,7 @@ def apply(ctx: Context) -> None:
     orphans = {id(m): rid for m in ctx.messages if is_tool(m) and (rid := result_id(m)) is not None and rid not in holders}
     if not orphans:
         return
-    recalled = ctx.recall(list(dict.fromkeys(orphans.values()))) or {}
+    recalled = ctx.recalled
     restored: set[str] = set()  # first call id of every remembered turn already put back
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)

@@ -43,7 +43,7 @@ def apply(ctx: Context) -> None:
     lacking = [(p, m) for p, m in enumerate(ctx.messages) if _lacks_reasoning(m)]
     if not lacking:
         return
-    recalled = ctx.recall([ids[0] for _, m in lacking if (ids := declared_ids(m))]) or {}
+    recalled = ctx.recalled
     for position, message in lacking:
         ids = declared_ids(message)
         turn = recalled.get(ids[0]) if ids else None

@@ -44,7 +44,7 @@ def apply(ctx: Context) -> None:
     ids = _unsigned(ctx.messages)
     if not ids:
         return
-    recalled = ctx.recall(ids) or {}
+    recalled = ctx.recalled
     for position, message, number, call in each_call(ctx.messages):
         cid = call_id(call)
         if KEY in call or cid is None or cid not in recalled:
