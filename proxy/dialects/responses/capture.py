@@ -1,0 +1,149 @@
+"""Read upstream Responses answers (``POST /v1/responses``) and extract the turns worth remembering.
+
+A Responses turn is re-inserted whole: a call can only be replayed to a reasoning model together with the
+reasoning item it came from (RS-4, RS-6), and that item is only usable as the upstream sent it (its
+``encrypted_content`` is verified, RS-11). So capture keeps *every* output item of a response that made at least
+one call, in order and exactly as parsed (reasoning, calls of every family, messages, item types toolmend does
+not know), recalled by each call's ``call_id`` and by the response id (``previous_response_id`` requests).
+
+* :func:`turns_from_json` reads a non-streaming ``response`` object (``output: [...]``);
+* :class:`ResponsesStreamCapture` reads the event stream. Completed items come from
+  ``response.output_item.done``, never from ``.added`` (whose arguments are partial and whose
+  ``encrypted_content`` "may be incomplete"); items never seen done are taken from the ``response.output``
+  of the terminal event (``response.completed``, ``.incomplete`` or ``.failed``). Deltas are not read at all.
+
+Like the chat reader, nothing here raises and what a stream reader holds is bounded by ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+
+from proxy.dialects.chat.capture import StreamCapture
+from proxy.dialects.responses.items import call_id_of, is_call
+from proxy.turns import Turn
+
+__all__ = ["CAPTURE", "ResponsesCapture", "ResponsesStreamCapture", "turns_from_json"]
+
+_BOM = b"\xef\xbb\xbf"
+_TERMINAL = frozenset(("response.completed", "response.incomplete", "response.failed"))
+# Events that carry the response object before any item (its id is known from the first of them).
+_OPENING = frozenset(("response.created", "response.queued", "response.in_progress"))
+
+
+def _turns(items: list[dict[str, Any]], response_id: str | None) -> list[Turn]:
+    """The one turn of a response's output items, or none when no item is a call or nothing could recall it."""
+    if not any(is_call(item) for item in items):
+        return []
+    ids = list(dict.fromkeys(cid for item in items if is_call(item) and (cid := call_id_of(item)) is not None))
+    if response_id is not None:
+        ids.append(response_id)
+    if not ids:
+        return []
+    return [{"dialect": "responses", "ids": ids, "response_id": response_id, "items": items}]
+
+
+def _response_id(response: Any) -> str | None:
+    value = response.get("id") if type(response) is dict else None
+    return value if type(value) is str and value else None
+
+
+def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
+    """The turn of a non-streaming ``response`` body (at most one). Never raises: anything unreadable yields ``[]``.
+
+    Non-object entries of ``output`` are left out: they could only hand garbage to repair."""
+    try:
+        if isinstance(body, (bytes, bytearray)) and body[:3] == _BOM:
+            body = body[3:]
+        obj = orjson.loads(body)
+        # Some compatible servers leave ``object`` out; an error body or another object is not an answer.
+        if type(obj) is not dict or obj.get("object", "response") != "response":
+            return []
+        output = obj.get("output")
+        if type(output) is not list:
+            return []
+        return _turns([item for item in output if type(item) is dict], _response_id(obj))
+    except Exception:  # noqa: BLE001 - remembering is best effort: an answer toolmend cannot read is relayed unremembered
+        return []
+
+
+class ResponsesStreamCapture(StreamCapture):
+    """Incremental reader of a Responses event stream.
+
+    The SSE framing (UTF-8 BOM, CRLF and lone CR line ends split anywhere, multi-line ``data``, events missing
+    their blank line, ``max_bytes`` abandonment, an event whose blank line never arrived not counted) is the chat
+    reader's; this class only reads the events. ``finished`` turns True at the first terminal event
+    (``response.completed``, ``.incomplete``, ``.failed``) or bare ``error`` event.
+
+    A stream cut off before its terminal event still yields the items whose ``.done`` arrived: their calls are
+    complete, and a call followed by ``response.failed`` is remembered too, since the client may keep it.
+    """
+
+    __slots__ = ("_done_items", "_final_items", "_id", "_terminal")
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        super().__init__(max_bytes)
+        self._done_items: dict[int, dict[str, Any]] = {}  # by output_index
+        self._final_items: list[dict[str, Any] | None] = []  # the terminal event's response.output, by position
+        self._id: str | None = None
+        self._terminal = False
+
+    @property
+    def finished(self) -> bool:
+        """A terminal event (``response.completed``/``.incomplete``/``.failed`` or ``error``) has been read."""
+        return self._terminal
+
+    def _abandon(self) -> None:
+        super()._abandon()
+        self._done_items.clear()
+        self._final_items.clear()
+
+    def _apply(self, obj: Any) -> None:
+        kind = obj.get("type") if type(obj) is dict else None
+        if kind == "response.output_item.done":
+            item = obj.get("item")
+            if type(item) is dict:
+                index = obj.get("output_index")
+                if type(index) is not int:
+                    index = max(self._done_items, default=-1) + 1
+                self._done_items[index] = item
+        elif kind in _OPENING:
+            if self._id is None:
+                self._id = _response_id(obj.get("response"))
+        elif kind in _TERMINAL:
+            self._terminal = True
+            response = obj.get("response")
+            if self._id is None:
+                self._id = _response_id(response)
+            output = response.get("output") if type(response) is dict else None
+            if type(output) is list:
+                self._final_items = [item if type(item) is dict else None for item in output]
+        elif kind == "error":
+            self._terminal = True
+
+    def turns(self) -> list[Turn]:
+        """The response's turn as read so far (at most one), as copies the reader never touches again."""
+        try:
+            items = dict(self._done_items)
+            for index, item in enumerate(self._final_items):
+                if item is not None:
+                    items.setdefault(index, item)
+            return _turns(copy.deepcopy([items[index] for index in sorted(items)]), self._id)
+        except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed
+            return []
+
+
+class ResponsesCapture:
+    """The Responses dialect's capture (``proxy.dialects.capture.Capture``)."""
+
+    def from_json(self, body: bytes) -> list[Turn]:
+        return turns_from_json(body)
+
+    def stream(self, max_bytes: int | None) -> ResponsesStreamCapture:
+        return ResponsesStreamCapture(max_bytes)
+
+
+CAPTURE = ResponsesCapture()
