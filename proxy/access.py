@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from starlette.responses import Response
 
 from proxy import credentials
-from proxy.errors import error_response
+from proxy.errors import Render, error_response
 from proxy.forward import RawHeaders
 from proxy.router import UpstreamRoute
 
@@ -25,8 +25,8 @@ class Denied(Exception):
         super().__init__(message)
         self.code = code
 
-    def response(self) -> Response:
-        return error_response(401, str(self), code=self.code)
+    def response(self, render: Render = error_response) -> Response:
+        return render(401, str(self), code=self.code)
 
 
 class Access:

@@ -14,7 +14,7 @@ import httpx
 from starlette.responses import Response
 
 from proxy import credentials
-from proxy.errors import error_response
+from proxy.errors import Render, error_response
 from proxy.transport import CertificateError, OutboundProxyError
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
@@ -46,8 +46,8 @@ class UpstreamError(Exception):
             return cls(502, str(exc), "upstream_certificate_error")
         return cls(502, f"The upstream could not be reached or broke off ({type(exc).__name__}).", "upstream_unreachable")
 
-    def response(self) -> Response:
-        return error_response(self.status, self.message, "upstream_error", None, self.code)
+    def response(self, render: Render = error_response) -> Response:
+        return render(self.status, self.message, "upstream_error", None, self.code)
 
 
 def without_hop_by_hop(headers: Iterable[tuple[bytes, bytes]], also: frozenset[bytes] = frozenset()) -> RawHeaders:

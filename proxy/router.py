@@ -15,7 +15,7 @@ from urllib.parse import unquote_to_bytes
 
 from starlette.responses import Response
 
-from proxy.errors import error_response
+from proxy.errors import Render, error_response
 from proxy.forward import RawHeaders, Upstream
 from proxy.repair import Profile
 from proxy.tenant import Tenancy
@@ -39,8 +39,8 @@ CONTROLS = re.compile(rb"[\x00-\x1f\x7f]")
 class InvalidPath(Exception):
     """A request target toolmend will not forward: it could leave the upstream's base path."""
 
-    def response(self) -> Response:
-        return error_response(400, f"toolmend does not forward this request path: {self}.", code="invalid_path")
+    def response(self, render: Render = error_response) -> Response:
+        return render(400, f"toolmend does not forward this request path: {self}.", code="invalid_path")
 
 
 @dataclass(frozen=True)

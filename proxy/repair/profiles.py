@@ -35,6 +35,12 @@ class Profile:
     schema: Mapping[str, frozenset[str]] | None = None
     #: Upstream hosts (``host`` or ``host:port``) that select this profile.
     hosts: tuple[str, ...] = ()
+    #: Results must follow their call directly (Chat Completions, Anthropic, DeepSeek's and Kimi's Responses:
+    #: RS-17, RS-18). When False (OpenAI's Responses API), a result may stand anywhere after its call, and
+    #: only results before their call are moved.
+    adjacent_results: bool = True
+    #: The longest call id the provider accepts (E-ID-40; the Responses API allows 64, RS-14).
+    max_id_length: int = 40
 
     def is_clean(self, messages: list[Any]) -> bool:
         """True when none of the profile's rules has anything to do (the universal check ran first)."""

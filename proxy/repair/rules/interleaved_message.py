@@ -26,6 +26,8 @@ RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-
 
 
 def apply(ctx: Context) -> None:
+    if not ctx.profile.adjacent_results:
+        return  # the provider takes other items between a call and its results (OpenAI's Responses API)
     messages = ctx.messages
     position = 0
     while position < len(messages):

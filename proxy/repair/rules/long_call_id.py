@@ -18,17 +18,19 @@ from proxy.repair.context import Context, stable_id
 from proxy.repair.history import call_id, each_call, is_tool, result_id
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM208", "long-call-id", ("E-ID-40", "OAI-8", "AZ-2"))
+RULE = Rule("TM208", "long-call-id", ("E-ID-40", "OAI-8", "AZ-2", "RS-14"))
 
-#: The longest call id OpenAI and Azure accept (E-ID-40); the fast check in ``proxy/repair/clean.py`` uses it too.
+#: The longest call id OpenAI and Azure accept on Chat Completions (E-ID-40): every chat profile's limit, and the
+#: fast check's (``proxy/repair/clean.py``). A profile may allow more (``Profile.max_id_length``).
 MAX_ID_LENGTH = 40
 
 
 def apply(ctx: Context) -> None:
     renamed: dict[str, str] = {}
+    limit = ctx.profile.max_id_length
     for position, message, number, call in each_call(ctx.messages):
         cid = call_id(call)
-        if cid is not None and len(cid) > MAX_ID_LENGTH:
+        if cid is not None and len(cid) > limit:
             call["id"] = renamed.setdefault(cid, stable_id(cid))
             ctx.report(RULE, message, "renamed", f"tool_calls[{number}] id of {len(cid)} characters -> {call['id']}", position)
     if not renamed:

@@ -28,15 +28,19 @@ def apply(ctx: Context) -> None:
     # identity of the owning call turn -> results to append to its block (looked up with None outside any block)
     moved: dict[int | None, list[Message]] = {}
     block_of: int | None = None  # identity of the call turn whose block we are in, if any
+    # Where results need only follow their call somewhere (``Profile.adjacent_results`` False), those after it stay.
+    anywhere_after = not ctx.profile.adjacent_results
+    seen: set[int] = set()  # identity of the call turns passed so far
     for position, message in enumerate(ctx.messages):
         if is_tool(message):
             rid = result_id(message)
             home = owner.get(rid) if rid is not None else None
-            if home is not None and home != block_of:
+            if home is not None and home != block_of and not (anywhere_after and home in seen):
                 moved.setdefault(home, []).append(message)
                 ctx.report(RULE, message, "moved", f"result of {rid} moved into its call's block", position)
         else:
             block_of = id(message) if is_call_turn(message) else None
+            seen.add(id(message))
     if not moved:
         return
     relocated = {id(m) for results in moved.values() for m in results}

@@ -17,7 +17,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, block_end, declared_ids, is_call_turn
+from proxy.repair.history import Message, block_end, declared_ids, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2"))
@@ -25,6 +25,9 @@ RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
+    # Where a result may stand anywhere after its call (``Profile.adjacent_results`` False), one later on counts.
+    later: dict[str, int] = {} if ctx.profile.adjacent_results else {
+        rid: position for position, m in enumerate(messages) if is_tool(m) and (rid := result_id(m)) is not None}
     # The history is copied once with the placeholders in place, not edited by ``insert``: each insertion
     # would move every later message, and a long history with many unanswered calls became quadratic.
     out: list[Message] = []
@@ -36,7 +39,7 @@ def apply(ctx: Context) -> None:
             continue
         turn, end = position, block_end(messages, position)
         answered = {m.get("tool_call_id") for m in messages[turn + 1 : end]}
-        missing = [cid for cid in declared_ids(messages[turn]) if cid not in answered]
+        missing = [cid for cid in declared_ids(messages[turn]) if cid not in answered and later.get(cid, -1) <= turn]
         at = len(out)  # where the turn stands in the repaired history
         out += messages[turn:end]
         for cid in missing:
