@@ -4,7 +4,7 @@ The examples live in each rule's docstring (one JSON message per line); the test
 through the engine, and ``toolmend check --list-rules`` prints the table the README carries.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -13,7 +13,9 @@ from proxy.repair.profiles import PROFILES
 from proxy.repair.rule import RepairRule
 from proxy.repair.rules import FINAL, UNIVERSAL
 
-SECTIONS = ("Bad:", "Recalled:", "Good:")
+#: A rule's docstring: the broken history (``Bad:``), what memory holds (``Recalled:``), the repaired history
+#: (``Good:``), one JSON value a line; and, where the rule depends on them, the request's other fields (``Request:``).
+SECTIONS = ("Request:", "Bad:", "Recalled:", "Good:")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class RuleDoc:
     recalled: list[dict[str, Any]]
     good: list[Any] | None  # None: the example is rejected, not repaired
     profiles: tuple[str, ...] = ()  # empty: a universal rule
+    request: dict[str, Any] = field(default_factory=dict)  # the request's fields beside its history
 
 
 def describe(rule: RepairRule, profiles: tuple[str, ...] = ()) -> RuleDoc:
@@ -47,6 +50,7 @@ def describe(rule: RepairRule, profiles: tuple[str, ...] = ()) -> RuleDoc:
         summary=summary,
         bad=[orjson.loads(line) for line in sections["Bad:"]],
         recalled=[orjson.loads(line) for line in sections["Recalled:"]],
+        request={key: value for line in sections["Request:"] for key, value in orjson.loads(line).items()},
         good=good,
         profiles=profiles,
     )

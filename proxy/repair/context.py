@@ -27,7 +27,8 @@ class Context:
     rules inserted or moved messages.
     """
 
-    def __init__(self, messages: list[Message], tools: Any, recalled: Recalled, policy: Policy, profile: Profile) -> None:
+    def __init__(self, messages: list[Message], tools: Any, recalled: Recalled, policy: Policy, profile: Profile,
+                 origin: dict[int, int] | None = None, request: Mapping[str, Any] | None = None) -> None:
         self.messages = messages
         self.profile = profile
         self.tools = tools
@@ -35,7 +36,10 @@ class Context:
         self.policy = policy
         self.findings: list[Finding] = []
         self.rejected: Finding | None = None
-        self.origin = {id(message): index for index, message in enumerate(messages)}
+        # A dialect that reads its history into a view passes where each entry stood in the client's JSON.
+        self.origin = origin if origin is not None else {id(message): index for index, message in enumerate(messages)}
+        #: The whole request body as the client sent it (read-only): settings such as ``store`` or ``thinking``.
+        self.request: Mapping[str, Any] = request if request is not None else {}
 
     def index_of(self, message: Any, fallback: int = 0) -> int:
         return self.origin.get(id(message), fallback)

@@ -1,0 +1,39 @@
+"""Chat Completions (``POST /v1/chat/completions``): the dialect whose history is the engine's own view.
+
+Its messages are read by the rules as they are (the neutral view is chat-shaped), its profiles are the nine
+of ``proxy/repair/profiles.py``, its answers are captured by ``capture.py`` and its errors are OpenAI's.
+"""
+
+from typing import Any
+
+from starlette.responses import Response
+
+from proxy.dialects.chat.capture import CAPTURE
+from proxy.dialects.dialect import rejection
+from proxy.errors import error_response
+from proxy.repair import Finding, Plan, Profile, get_profile, plan
+from proxy.turns import Dialect as DialectName
+
+
+class ChatDialect:
+    name: DialectName = "chat"
+    path = "/chat/completions"
+    history_key = "messages"
+    capture = CAPTURE
+    error = staticmethod(error_response)
+
+    def profile(self, name: str) -> Profile:
+        return get_profile(name)
+
+    def history_length(self, body: dict[str, Any]) -> int:
+        messages = body.get("messages")
+        return len(messages) if type(messages) is list else 0
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> Plan | None:
+        return plan(body, profile)
+
+    def rejection(self, finding: Finding) -> Response:
+        return rejection(finding, error_response, f"messages[{finding.index}]", f"messages.[{finding.index}]")
+
+
+CHAT = ChatDialect()

@@ -1,1 +1,43 @@
-"""The OpenAI Responses API (``POST /v1/responses``): its call item families and the capture of its answers."""
+"""The OpenAI Responses API (``POST /v1/responses``): its history is a flat list of input items.
+
+``items.py`` holds the call families and their outputs, ``capture.py`` reads answers into remembered turns
+(every output item of a response, reasoning included), ``view.py`` reads the input into the engine's view
+and writes it back, ``check.py`` is the fast path, ``plan.py`` runs the structural rules and then the
+Responses rules of ``rules/``; ``profiles.py`` says where outputs must stand. Errors are OpenAI's.
+"""
+
+from typing import Any
+
+from starlette.responses import Response
+
+from proxy.dialects.dialect import rejection
+from proxy.dialects.responses.capture import CAPTURE
+from proxy.dialects.responses.plan import ResponsesPlan, plan
+from proxy.dialects.responses.profiles import responses_profile
+from proxy.errors import error_response
+from proxy.repair import Finding, Profile
+from proxy.turns import Dialect as DialectName
+
+
+class ResponsesDialect:
+    name: DialectName = "responses"
+    path = "/responses"
+    history_key = "input"
+    capture = CAPTURE
+    error = staticmethod(error_response)
+
+    def profile(self, name: str) -> Profile:
+        return responses_profile(name)
+
+    def history_length(self, body: dict[str, Any]) -> int:
+        items = body.get("input")
+        return len(items) if type(items) is list else 0
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:
+        return plan(body, profile)
+
+    def rejection(self, finding: Finding) -> Response:
+        return rejection(finding, error_response, f"input[{finding.index}]", f"input[{finding.index}]")
+
+
+RESPONSES = ResponsesDialect()

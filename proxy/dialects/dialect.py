@@ -1,0 +1,67 @@
+"""The seam between the proxy and a wire protocol: what the one request path (``proxy/endpoint.py``) asks
+of Chat Completions, the Responses API or Anthropic Messages.
+
+A dialect owns everything that differs between them: the endpoint's path, how its request history is
+checked and repaired (reading it into the engine's neutral view and writing the edits back into its own
+JSON), how its answers are captured into remembered turns, which profiles it knows, and the shape of its
+errors. The structural rules themselves are written once, over the neutral view (``proxy/repair/``).
+"""
+
+from typing import Any, Protocol
+
+from starlette.responses import Response
+
+from proxy.dialects.capture import Capture
+from proxy.errors import Render
+from proxy.repair.context import Recalled
+from proxy.repair.engine import Result
+from proxy.repair.findings import Finding, Policy
+from proxy.repair.profiles import Profile
+from proxy.repair.rules import orphan_tool_message
+from proxy.turns import Dialect as DialectName
+
+
+class Planned(Protocol):
+    """A request that needs repair, and the call ids whose remembered turns the repair may need."""
+
+    @property
+    def recall(self) -> list[str]: ...
+
+    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+        """The repaired body, ready to encode (``Result.body``), with its findings; never re-checks."""
+        ...
+
+
+class Dialect(Protocol):
+    #: Tags the turns it remembers; memory is kept per tenant and dialect.
+    name: DialectName
+    #: The endpoint below ``/v1`` whose requests it repairs (``/chat/completions``).
+    path: str
+    #: The body's history: ``messages``, or the Responses API's ``input``.
+    history_key: str
+    capture: Capture
+    #: Its error shape: OpenAI's ``{"error": {...}}`` or Anthropic's ``{"type": "error", ...}``.
+    error: Render
+
+    def profile(self, name: str) -> Profile:
+        """The dialect's profile for a route's configured profile name (its default for a name it does not know)."""
+        ...
+
+    def history_length(self, body: dict[str, Any]) -> int:
+        """How many entries the body's history has (``--max-messages`` bounds it)."""
+        ...
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
+        """None when the body needs no repair (most requests: one fast check); else the plan."""
+        ...
+
+    def rejection(self, finding: Finding) -> Response:
+        """The answer to a request the policy refuses to repair, naming the rule and the position."""
+        ...
+
+
+def rejection(finding: Finding, render: Render, where: str, param: str | None) -> Response:
+    """A refused repair in ``render``'s shape: the rule, the position as the client wrote it (``where``), and why."""
+    why = " under the configured orphan policy (--orphan-policy)" if finding.code == orphan_tool_message.RULE.code else ""
+    return render(400, f"toolmend {finding.code} ({finding.name}) at {where}: {finding.detail}. The history cannot be repaired{why}.",
+                  param=param, code=f"toolmend_{finding.name.replace('-', '_')}")

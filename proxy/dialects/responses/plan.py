@@ -1,0 +1,95 @@
+"""Planning and repairing a Responses request: the structural rules over the view, then the item rules.
+
+``plan`` runs the one-pass check; ``ResponsesPlan.repair`` reads the input into the neutral view
+(``view.py``), runs the structural rules every dialect shares with the remembered turns in hand, writes the
+view back into items, runs the Responses rules over those items, and answers with the request body holding
+the new input. Every finding names the position of the item as the client sent it.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.dialects.responses.check import inspect
+from proxy.dialects.responses.items import call_id_of, is_call, is_output
+from proxy.dialects.responses.rules import ITEM_RULES
+from proxy.dialects.responses.rules.previous import previous_id
+from proxy.dialects.responses.view import read, view_turn, write
+from proxy.repair.context import Context, Recalled
+from proxy.repair.engine import Result
+from proxy.repair.findings import Policy
+from proxy.repair.profiles import Profile
+from proxy.repair.rule import RepairRule
+from proxy.repair.rules import (
+    duplicate_call_id,
+    duplicate_tool_result,
+    empty_history,
+    interleaved_message,
+    long_call_id,
+    misplaced_tool_result,
+    orphan_tool_message,
+    tool_result_without_id,
+    unanswered_tool_call,
+)
+from proxy.turns import dialect_of
+
+#: The structural rules, in the order chat runs them. A run of calls is one view entry already, so parallel
+#: calls are never split apart here (TM105 has nothing to do).
+VIEW_RULES: tuple[RepairRule, ...] = (
+    tool_result_without_id,
+    duplicate_call_id,
+    orphan_tool_message,
+    interleaved_message,
+    misplaced_tool_result,
+    duplicate_tool_result,
+    unanswered_tool_call,
+    long_call_id,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesPlan:
+    body: dict[str, Any]
+    profile: Profile
+    recall: list[str]
+
+    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+        items: list[Any] = self.body["input"]
+        view, origin = read(items, self._held_by_server(items, recalled))
+        # The structural rules read remembered turns as they read the history: as the view.
+        remembered = {key: view_turn(turn) for key, turn in recalled.items() if dialect_of(turn) == "responses"}
+        ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, origin, self.body)
+        if _rejected(ctx, VIEW_RULES):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
+        ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled
+        if _rejected(ctx, (*ITEM_RULES, empty_history)):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
+        if not ctx.findings:
+            return Result(self.body, ())
+        return Result({**self.body, "input": ctx.messages}, tuple(ctx.findings))
+
+    def _held_by_server(self, items: list[Any], recalled: Recalled) -> frozenset[str]:
+        """Outputs that answer calls only the server holds, in a ``previous_response_id`` request: calls of the
+        remembered previous response, or of any response when it is not remembered, that the input lacks."""
+        chained = previous_id(self.body)
+        if chained is None:
+            return frozenset()
+        declared = {call_id_of(item) for item in items if is_call(item)}
+        previous = recalled.get(chained)
+        held = items if previous is None else previous.get("items", ())
+        answering = (call_id_of(item) for item in held if (is_output(item) if previous is None else is_call(item)))
+        return frozenset(cid for cid in answering if cid is not None and cid not in declared)
+
+
+def _rejected(ctx: Context, rules: tuple[RepairRule, ...]) -> bool:
+    for rule in rules:
+        rule.apply(ctx)
+        if ctx.rejected is not None:
+            return True
+    return False
+
+
+def plan(body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:
+    found = inspect(body, profile)
+    if not found.broken and not found.wanted:
+        return None
+    return ResponsesPlan(body, profile, list(dict.fromkeys(found.wanted)))

@@ -1,0 +1,27 @@
+"""The Responses API's own rules, over input items (after the structural rules ran over the view and their
+edits were written back), in the order they run: what the previous response already holds first, then
+duplicates, then item ids (wrong ones deleted, ones whose reasoning is gone deleted), reasoning left with
+nothing to follow, and last what ``store: false`` forbids, so it also sees what the earlier rules kept.
+Each rule is one module with ``RULE``, a Bad/Good docstring (one input item a line) and ``apply(ctx)``.
+"""
+
+from proxy.dialects.responses.rules import (
+    bad_item_id,
+    dangling_reasoning,
+    duplicate_item,
+    previous_response_items,
+    previous_response_unanswered,
+    reasoning_required,
+    unstored_ids,
+)
+from proxy.repair.rule import RepairRule
+
+ITEM_RULES: tuple[RepairRule, ...] = (
+    previous_response_items,
+    previous_response_unanswered,
+    duplicate_item,
+    bad_item_id,
+    reasoning_required,
+    dangling_reasoning,
+    unstored_ids,
+)

@@ -1,0 +1,53 @@
+r"""An item ``id`` the server cannot have made: the wrong prefix for its type (``item_...``, ``call_...``, a UUID,
+from gateways and client rewrites) or characters outside letters, digits, ``_`` and ``-``.
+
+The server refuses it (RS-12: "Expected an ID that begins with 'fc'", RS-13). The id is deleted, not
+rewritten: an item without ``id`` is fresh client input, which every server accepts, while a made-up
+``fc_...`` would be looked up and not found. Answers RS-12, RS-13.
+
+Bad:
+    {"role": "user", "content": "Weather?"}
+    {"type": "function_call", "id": "call_1", "call_id": "call_1", "name": "weather", "arguments": "{}"}
+    {"type": "function_call_output", "call_id": "call_1", "output": "18C"}
+Good:
+    {"role": "user", "content": "Weather?"}
+    {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}"}
+    {"type": "function_call_output", "call_id": "call_1", "output": "18C"}
+"""
+
+import re
+from typing import Any
+
+from proxy.repair.context import Context
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM404", "bad-item-id", ("RS-12", "RS-13"))
+
+#: The prefix the server gives the ids of the item types it makes (RS-12); other types are not judged by prefix.
+PREFIX = {"function_call": "fc", "reasoning": "rs", "custom_tool_call": "ctc", "compaction": "cmp"}
+ID_CHARACTERS = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def expected_prefix(item: dict[str, Any]) -> str | None:
+    kind = item.get("type", "message")
+    if kind == "message":
+        return "msg" if item.get("role") == "assistant" else None
+    return PREFIX.get(kind) if type(kind) is str else None
+
+
+def is_bad(item: Any) -> bool:
+    """An item whose ``id`` is present but could not have come from the server."""
+    if type(item) is not dict or "id" not in item or item.get("type") == "item_reference":
+        return False
+    key = item["id"]
+    if type(key) is not str or not ID_CHARACTERS.fullmatch(key):
+        return True
+    prefix = expected_prefix(item)
+    return prefix is not None and not key.startswith(prefix + "_")
+
+
+def apply(ctx: Context) -> None:
+    for position, item in enumerate(ctx.messages):
+        if is_bad(item):
+            ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
+            ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} id deleted: not an id the server makes for this type")

@@ -1,0 +1,240 @@
+"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, forward, relay and
+remember. What differs between Chat Completions, the Responses API and Anthropic Messages is asked of the
+endpoint's dialect (``proxy/dialects/dialect.py``); nothing here knows a wire format.
+
+Each step is a small function; the handler only strings them together. A request that needs no repair
+is forwarded as the exact bytes the client sent.
+"""
+
+import asyncio
+import gc
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+import orjson
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from proxy.access import Denied
+from proxy.config import Settings
+from proxy.dialects.capture import CaptureLimit
+from proxy.dialects.dialect import Dialect, Planned
+from proxy.disconnect import ClientGone, client_watch
+from proxy.forward import UpstreamError
+from proxy.logs import RequestLine
+from proxy.observe import line_of, observe_upstream
+from proxy.relay import StreamRelay, relay_answer
+from proxy.repair import Policy, Profile, Result
+from proxy.repair.engine import TOO_DEEP
+from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
+from proxy.router import InvalidPath, UpstreamRoute
+from proxy.state import ProxyState
+from proxy.turns import Turn
+
+log = logging.getLogger("toolmend")
+T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response | StreamRelay]]
+
+REPAIRS_HEADER = b"x-toolmend-repairs"
+#: On repaired requests that had tool calls put back: how many came from memory and how many were made up.
+CALLS_HEADER = b"x-toolmend-calls"
+#: On responses served while the memory store is down: calls were neither recalled nor stored this time.
+MEMORY_HEADER = (b"x-toolmend-memory", b"unavailable")
+# The proxy parses the answers to remember tool calls, so it asks the upstream for them uncompressed.
+DROP_FOR_REPAIRED = frozenset((b"accept-encoding",))
+
+#: nginx's status for "the client closed the request": logged, never seen by the departed client.
+CLIENT_CLOSED_REQUEST = 499
+
+#: Bodies larger than this are parsed with the cycle collector paused, and checked and repaired in a thread.
+#: A broken history of this size (about 2,000 messages) takes some 10 ms to repair; below it, the thread
+#: hand-off would cost more than it saves.
+LARGE_BODY_BYTES = 256 * 1024
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class Refused(Exception):
+    """A step ends the request early with this answer (an error in the dialect's shape, mostly)."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def endpoint(dialect: Dialect) -> Handler:
+    """The Starlette endpoint that repairs ``dialect``'s requests."""
+
+    async def handle(request: Request) -> Response | StreamRelay:
+        state: ProxyState = request.app.state.proxy
+        line = line_of(request.scope)
+        headers, query = request.headers.raw, request.scope["query_string"]
+        try:
+            route, path = state.router.by_target(request.scope["raw_path"], query)
+            # Refused before the body is read when no route the model could pick would admit this client.
+            state.access.check(headers, query, state.router.reachable(route))
+            body, parsed = await _read_request(request, dialect, state.settings)
+            route = state.router.by_model(route, parsed.get("model"))
+            state.access.check(headers, query, (route,))
+            scope = memory_scope(route.tenant(headers, query), dialect)
+            line.tenant, line.profile = scope[:8], route.profile.name
+            outgoing, extra_headers = await _repair_request(state, dialect, dialect.profile(route.profile.name), scope, body, parsed, line)
+            answer = await _forward(request, state, dialect, route, path, outgoing, line)
+        except Refused as refused:
+            return refused.response
+        except (InvalidPath, Denied) as refusal:
+            return refusal.response(dialect.error)
+        if not state.store.available:
+            extra_headers.append(MEMORY_HEADER)
+            line.memory = "unavailable"
+
+        async def remember(turns: list[Turn]) -> None:
+            await state.store.remember(scope, turns)
+
+        limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
+        return await relay_answer(answer, dialect.capture, remember, limit, extra_headers)
+
+    return handle
+
+
+def memory_scope(tenant: str, dialect: Dialect) -> str:
+    """Whose memory, and of which protocol: a turn is recalled only by requests of the dialect that made it.
+    Chat keeps the bare tenant, so what was remembered before dialects existed is still found."""
+    return tenant if dialect.name == "chat" else f"{tenant}/{dialect.name}"
+
+
+async def _read_request(request: Request, dialect: Dialect, settings: Settings) -> tuple[bytes, dict]:
+    """The body as sent and parsed, within the size, time and history-length limits."""
+    error = dialect.error
+    try:
+        body = await read_body(request, settings.max_body_bytes)  # in time: limits.BodyDeadline
+    except BodyTooLarge:
+        raise Refused(error(413, f"Request body is larger than {settings.max_body_bytes} bytes (--max-body-bytes).",
+                            code="request_too_large")) from None
+    except ClientDisconnect:
+        raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
+    try:
+        parsed = _parse(body)
+    except orjson.JSONDecodeError as exc:
+        raise Refused(error(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")) from None
+    if type(parsed) is not dict:
+        raise Refused(error(400, "The request body must be a JSON object.", code="invalid_json"))
+    length = dialect.history_length(parsed)
+    if length > settings.max_messages:
+        raise Refused(error(
+            400, f"`{dialect.history_key}` has {length} entries; this proxy accepts at most {settings.max_messages} (--max-messages).",
+            param=dialect.history_key, code="too_many_messages"))
+    return body, parsed
+
+
+async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
+                          line: RequestLine) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """What to send upstream: the client's own bytes, or the repaired body (with the header saying so).
+
+    The engine's work on a large body runs in a thread so that other clients are not kept waiting: the
+    engine is pure Python, which gives the event loop the interpreter back every few milliseconds."""
+    run = _in_thread if len(body) > LARGE_BODY_BYTES else _inline
+    planned = await run(dialect.plan, parsed, profile)
+    if planned is None:
+        return body, []
+    recalled = await state.store.recall(scope, planned.recall) if planned.recall else {}
+    result, outgoing, counts, calls = await run(_repaired, planned, recalled, state.policy)
+    if result.rejected is not None:
+        raise Refused(dialect.rejection(result.rejected))
+    if not result.changed:
+        return body, []
+    if outgoing is None:
+        raise Refused(dialect.error(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
+    line.repairs = summarize(counts)
+    for code, count in counts.items():
+        state.metrics.repairs.labels(code, profile.name).inc(count)
+    headers = [(REPAIRS_HEADER, line.repairs.encode())]
+    if calls:
+        line.calls = summarize_calls(calls)
+        for source, count in calls.items():
+            state.metrics.calls_reinserted.labels(source, profile.name).inc(count)
+        headers.append((CALLS_HEADER, line.calls.encode()))
+    return outgoing, headers
+
+
+async def _forward(request: Request, state: ProxyState, dialect: Dialect, route: UpstreamRoute, path: bytes, outgoing: bytes,
+                   line: RequestLine) -> httpx.Response:
+    """Send upstream and wait for the answer's head, giving up if the client leaves meanwhile."""
+    upstream = route.upstream
+    sending = upstream.send(
+        "POST",
+        upstream.url(path, request.scope["query_string"]),
+        upstream.request_headers(request.headers.raw, DROP_FOR_REPAIRED),
+        outgoing,
+    )
+    started = time.perf_counter()
+    try:
+        with client_watch(request.receive):
+            answer = await sending
+    except UpstreamError as exc:
+        state.metrics.upstream_errors.labels(exc.code).inc()
+        raise Refused(exc.response(dialect.error)) from None
+    except ClientGone:
+        log.info("client left before the upstream answered; upstream request cancelled")
+        raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
+    observe_upstream(state.metrics, line, dialect.name, answer, started)
+    return answer
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes) -> Any:
+    """``orjson.loads``; for a large body, with the cycle collector paused. The parse holds the interpreter
+    throughout (a thread would not help), and the collections its allocations trigger walk the growing tree
+    again and again: 25 MB took 1.5 s instead of 0.4 s, all of it a stall for every other client."""
+    if len(body) <= LARGE_BODY_BYTES or not gc.isenabled():
+        return orjson.loads(body)
+    gc.disable()
+    try:
+        return orjson.loads(body)
+    finally:
+        gc.enable()
+
+
+async def _inline(function: Callable[..., T], *args: Any) -> T:
+    return function(*args)
+
+
+async def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    return await asyncio.to_thread(function, *args)
+
+
+def _repaired(planned: Planned, recalled: dict[str, Turn], policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+    """The engine's result; when it changed the body, the body to send (None if too deep to encode), the
+    findings counted by rule code and the calls they put back counted by source (a large history can have
+    hundreds of thousands of findings: counted here, in the thread, too)."""
+    result = planned.repair(recalled, policy)
+    if not result.changed:
+        return result, None, Counter(), Counter()
+    counts = Counter(finding.code for finding in result.findings)
+    calls = calls_by_source(result.findings)
+    try:
+        return result, orjson.dumps(result.body), counts, calls
+    except orjson.JSONEncodeError:
+        return result, None, counts, calls
+
+
+def summarize(counts: Counter[str]) -> str:
+    """Rule codes with counts, in first-seen order: ``TM101=1,TM104=2``."""
+    return ",".join(f"{code}={count}" for code, count in counts.items())
