@@ -21,8 +21,8 @@ import math
 import time
 from collections.abc import Callable
 
-from proxy.memory import RECALL_BATCH, Store
 from proxy.memory.backoff import Backoff
+from proxy.memory.protocol import RECALL_BATCH, Store
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")

@@ -28,8 +28,8 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from proxy.memory import redis_nodes
 from proxy.memory.redis import MAX_CONNECTIONS, SOCKET_TIMEOUT, RedisStore
+from proxy.memory.urls import redis_nodes
 from proxy.memory.writebehind import Write
 from proxy.turns import Turn
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import orjson
 
-from proxy.memory import StoreUnavailable
+from proxy.memory.protocol import StoreUnavailable
 from proxy.memory.writebehind import Write, WriteBehindStore
 from proxy.turns import Turn, call_ids
 

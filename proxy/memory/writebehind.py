@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from proxy.memory import StoreUnavailable, batches
 from proxy.memory.backoff import Backoff
+from proxy.memory.protocol import StoreUnavailable, batches
 from proxy.turns import Turn, call_ids
 
 log = logging.getLogger("toolmend")
