@@ -12,7 +12,7 @@ from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.inprocess import InProcessStore
 from proxy.turns import make_turn
-from tests.support.processes import eventually
+from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import (
     AUTH,
     UPSTREAM,
@@ -120,6 +120,30 @@ async def test_a_slow_recall_counts_as_a_failure() -> None:
     assert await memory.recall("t", ["call_1"]) == {}
     assert not memory.available
     await memory.close()  # also stops the probe
+
+
+async def test_a_remember_slower_than_its_bound_returns_at_the_bound_and_counts_as_a_failure(caplog) -> None:
+    # The answer whose end waits on it goes out: a store that never answers delays it by the bound, no more.
+    store = FlakyStore()
+    memory = GuardedStore(store, remember_timeout=0.05)
+    store.hanging = True
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        await asyncio.wait_for(memory.remember("t", [make_turn([call("call_1")])]), HANG_GUARD)
+    assert not memory.available and memory.failures == 1
+    assert "operation=remember error=TimeoutError" in caplog.text
+    await memory.close()
+
+
+async def test_while_the_store_is_down_a_remember_is_handed_over_but_not_waited_for() -> None:
+    store = FlakyStore()
+    memory = GuardedStore(store, remember_timeout=0.05)
+    store.hanging = True
+    await memory.remember("t", [make_turn([call("call_1")])])  # waits out the bound: now down
+    memory.remember_timeout = HANG_GUARD  # only not waiting at all can end the next one before the guard below
+    await asyncio.wait_for(memory.remember("t", [make_turn([call("call_2")])]), HANG_GUARD / 2)
+    assert store.calls == ["remember", "remember"]  # the store got both
+    assert memory.failures == 1  # not waiting is no new failure
+    await memory.close()
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """``redis://``: the contract every shared store keeps, against a real redis-server, plus Redis specifics:
 keys namespaced per tenant and expired by the server, one MGET per recall, one round trip per batch."""
 
+import asyncio
 import logging
 import math
 import time
@@ -81,7 +82,6 @@ def store_on_its_own_clock(backend: Backend, server: RedisServer, ttl: float,
                            clock: Callable[[], float] = time.time) -> RedisStore:
     """A store outside the fixture's time, closed with the fixture's stores."""
     store = RedisStore(server.url(), ttl, max_entries=1000, clock=clock)
-    store.peer_grace = 0
     backend.opened.append(store)
     return store
 
@@ -90,7 +90,6 @@ async def test_keys_are_per_tenant_and_expire_on_the_server(backend: Backend, re
     store = store_on_its_own_clock(backend, redis_server, ttl=30)  # real time: the server's expiry is checked
     before = time.time()
     await store.remember("a" * 32, [turn("call_k1", "call_k2")])
-    assert await store.flush(HANG_GUARD)
     after = time.time()
     keys = redis_server.command(b"KEYS", b"*").decode()
     assert f"toolmend:{'a' * 32}:call_k1" in keys and f"toolmend:{'a' * 32}:call_k2" in keys and "toolmend:turns" in keys
@@ -102,16 +101,14 @@ async def test_keys_are_per_tenant_and_expire_on_the_server(backend: Backend, re
 async def test_one_mget_per_recall_and_one_round_trip_per_batch(backend: Backend, redis_server: RedisServer) -> None:
     store = store_on_its_own_clock(backend, redis_server, ttl=60, clock=lambda: 1e9)  # time stands still
     await store.remember("t", [turn("call_p1", "call_p2")])
-    await store.remember("t", [turn("call_p3")])  # the same batch: the writer has not run yet
-    await store.flush(HANG_GUARD)
+    await store.remember("t", [turn("call_p3")])
     redis_server.command(b"CONFIG", b"RESETSTAT")
     found = await store.recall("t", ["call_p1", "call_p3", "call_p2", "call_none"])
     assert set(found) == {"call_p1", "call_p2", "call_p3"}
     assert stats(redis_server) == {"mget": 1}  # one round trip, whatever the number of ids
     redis_server.command(b"CONFIG", b"RESETSTAT")
-    await store.remember("t", [turn("call_p4")])
-    await store.remember("u", [turn("call_p5", "call_p6")])
-    await store.flush(HANG_GUARD)
+    # One batch: both remembered before the writer runs.
+    await asyncio.gather(store.remember("t", [turn("call_p4")]), store.remember("u", [turn("call_p5", "call_p6")]))
     # One round trip: a script that SETs each call id's key and indexes each turn (expired index entries
     # are dropped at most once a second, here by the first batch: no time passes between the two).
     assert stats(redis_server) == {"evalsha": 1, "set": 3, "zadd": 2, "pexpire": 1, "zcard": 1}
@@ -120,7 +117,6 @@ async def test_one_mget_per_recall_and_one_round_trip_per_batch(backend: Backend
 async def test_a_dead_server_fails_fast_and_the_guard_recovers_when_it_is_back(caplog) -> None:
     with RedisServer() as server:  # its own server: this test stops and restarts it
         store = RedisStore(server.url(), ttl_seconds=60, max_entries=100)
-        store.peer_grace = 0
         # The guard's own timeout is out of the way: only the store's failing or hanging can end the recall.
         guarded = GuardedStore(store, recall_timeout=HANG_GUARD, backoff=Backoff(initial=0.05, maximum=0.2))
         assert await guarded.ready()
@@ -157,9 +153,7 @@ def test_open_store_by_url(redis_server: RedisServer) -> None:
 async def test_a_recall_of_many_ids_is_looked_up_in_bounded_batches(backend: Backend, redis_server: RedisServer) -> None:
     # One MGET of a huge history's ids would hold the server for every other client (issue 10 item 7).
     store = backend.open()
-    store.peer_grace = 0
     await store.remember("t", [turn("call_kept")])
-    assert await store.flush(HANG_GUARD)
     redis_server.command(b"CONFIG", b"RESETSTAT")
     ids = [*(f"call_unsigned{n}" for n in range(10 * RECALL_BATCH - 1)), "call_kept"]
     assert set(await store.recall("t", ids)) == {"call_kept"}

@@ -59,10 +59,8 @@ async def test_expired_and_surplus_turns_are_deleted_from_the_file(tmp_path: Pat
     clock = Clock()
     store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=10, max_entries=3, clock=clock)
     await store.remember("t", [turn("call_1"), turn("call_2", "call_3")])
-    await store.flush(5)
     clock.now += 11
     await store.remember("t", [turn(f"call_new{n}") for n in range(5)])
-    await store.flush(5)
     assert len(store) == 3  # the two expired turns deleted, and of five new ones the oldest two
     db = sqlite3.connect(tmp_path / "m.db")
     assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == 3  # their call ids went with them
@@ -74,11 +72,12 @@ async def test_a_file_that_cannot_be_written_makes_remember_and_ready_say_so(tmp
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     store = SqliteStore(str(blocker / "memory.db"), ttl_seconds=10, max_entries=3)
-    store.peer_grace, store.flush_timeout = 0, 0.3
-    await store.remember("t", [turn("call_1")])
+    store.flush_timeout = 0.3
+    with pytest.raises(StoreUnavailable, match="the write failed: OperationalError"):
+        await store.remember("t", [turn("call_1")])
     assert not await store.flush(0.3)  # the writer keeps the turn and backs off
-    with pytest.raises(StoreUnavailable):
-        await store.remember("t", [turn("call_2")])
+    with pytest.raises(StoreUnavailable, match="writes are failing"):
+        await store.remember("t", [turn("call_2")])  # at once: not waiting for the writer's backoff
     with pytest.raises(sqlite3.OperationalError):
         await store.ready()
     assert set(await store.recall("t", ["call_1", "call_2"])) == {"call_1", "call_2"}  # still pending here
@@ -93,40 +92,21 @@ async def test_a_recall_of_more_ids_than_a_statement_takes_finds_them_and_the_st
     # huge history must not fail the recall, nor mark the store down for every tenant (issue 10 item 7).
     too_many = sqlite3.connect(":memory:").getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
-    store.peer_grace = 0
     guarded = GuardedStore(store)
     await store.remember("t", [turn("call_kept")])
-    assert await store.flush(HANG_GUARD)
     found = await guarded.recall("t", [*(f"call_unsigned{n}" for n in range(too_many)), "call_kept"])
     assert set(found) == {"call_kept"}
     assert guarded.available and guarded.failures == 0
     await guarded.close()
 
 
-async def test_a_pending_turn_past_its_ttl_is_not_recalled_from_the_write_behind_buffer(tmp_path: Path) -> None:
-    clock = Clock()
-    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=10, max_entries=100, clock=clock)
-    store.peer_grace, store.flush_timeout = 0, 0
-    store.linger = HANG_GUARD  # the writer waits: the turn stays in the pending buffer for this test
-    await store.remember("t", [turn("call_pending")])
-    assert set(await store.recall("t", ["call_pending"])) == {"call_pending"}  # read from the buffer
-    clock.now += 9.9
-    assert set(await store.recall("t", ["call_pending"])) == {"call_pending"}
-    clock.now += 0.2
-    assert await store.recall("t", ["call_pending"]) == {}  # expired, though still waiting to be written
-    assert store.pending == 1
-    await store.close()
-
-
 async def test_a_deleted_file_marks_the_store_down_then_a_fresh_file_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # Deleted under an open connection, the file would take every later turn with it, silently (issue 10 item 11).
     path = tmp_path / "m.db"
     store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
-    store.peer_grace = 0
     async with running_proxy(store=store) as proxy:
         guarded = proxy.state.store
         await guarded.remember("t", [turn("call_before")])
-        assert await store.flush(HANG_GUARD)
         path.unlink()
         with caplog.at_level(logging.WARNING, logger="toolmend"):
             readyz = (await proxy.client.get("/readyz")).json()
@@ -134,7 +114,6 @@ async def test_a_deleted_file_marks_the_store_down_then_a_fresh_file_is_used(tmp
         assert "deleted or replaced" in caplog.text
         await eventually(lambda: guarded.available, "the store back on a fresh file")
         await guarded.remember("t", [turn("call_after")])
-        assert await store.flush(HANG_GUARD)
         assert (await proxy.client.get("/readyz")).json()["status"] == "ready"
     db = sqlite3.connect(path)  # the file at the path is the one written to now
     assert [row[0] for row in db.execute("SELECT call_id FROM calls")] == ["call_after"]
@@ -146,10 +125,8 @@ async def test_an_immutable_shm_file_marks_the_store_down_instead_of_crashing(tm
     # SQLite maps an -shm it cannot write read-only; a write through it killed the process with SIGBUS.
     path = tmp_path / "m.db"
     store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
-    store.peer_grace = 0
     guarded = GuardedStore(store, backoff=Backoff(initial=0.05, maximum=0.2))
     await guarded.remember("t", [turn("call_before")])
-    assert await store.flush(HANG_GUARD)
     shm = tmp_path / "m.db-shm"
     if subprocess.run(["chattr", "+i", str(shm)], capture_output=True).returncode != 0:
         pytest.skip("this file system does not support the immutable attribute")
@@ -172,7 +149,7 @@ IMMUTABLE_SHM_CHILD = """
 import asyncio, subprocess, sys, time
 from proxy.memory import StoreUnavailable
 from proxy.memory.sqlite import SqliteStore
-from proxy.memory.writebehind import Write
+from proxy.memory.groupcommit import Write
 from tests.support.store_contract import turn
 
 async def main(path):

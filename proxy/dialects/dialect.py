@@ -33,15 +33,29 @@ class Planned(Protocol):
 
 
 class Dialect(Protocol):
-    #: Tags the turns it remembers; memory is kept per tenant and dialect.
-    name: DialectName
-    #: The endpoint below ``/v1`` whose requests it repairs (``/chat/completions``).
-    path: str
-    #: The body's history: ``messages``, or the Responses API's ``input``.
-    history_key: str
-    capture: Capture
-    #: Its error shape: OpenAI's ``{"error": {...}}`` or Anthropic's ``{"type": "error", ...}``.
-    error: Render
+    # Read-only members (properties), so that a dialect may declare them with its own narrower types.
+    @property
+    def name(self) -> DialectName:
+        """Tags the turns it remembers; memory is kept per tenant and dialect."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The endpoint below ``/v1`` whose requests it repairs (``/chat/completions``)."""
+        ...
+
+    @property
+    def history_key(self) -> str:
+        """The body's history: ``messages``, or the Responses API's ``input``."""
+        ...
+
+    @property
+    def capture(self) -> Capture: ...
+
+    @property
+    def error(self) -> Render:
+        """Its error shape: OpenAI's ``{"error": {...}}`` or Anthropic's ``{"type": "error", ...}``."""
+        ...
 
     def profile(self, name: str) -> Profile:
         """The dialect's profile for a route's configured profile name (its default for a name it does not know)."""

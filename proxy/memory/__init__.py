@@ -11,8 +11,10 @@ store is chosen by URL (``--memory``):
 - ``redis+cluster://host:port,host:port`` and ``rediss+cluster://``: the same on a Redis Cluster
   (``proxy.memory.redis_cluster``).
 
+``remember`` returns once the turns are visible to every process sharing the store (``Store`` in
+``proxy.memory.protocol``); the shared stores get there with group commits (``proxy.memory.groupcommit``).
 The app wraps whichever store it opens in ``proxy.memory.guarded.GuardedStore``, which gives all of them
-the same behaviour when the store fails: requests go on without it.
+the same behaviour when the store fails or is slow: requests go on without it.
 
 This module only gathers the names callers use: the protocol (``protocol``), memory URLs (``urls``) and
 ``open_store`` (``factory``).

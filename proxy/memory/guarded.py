@@ -1,13 +1,15 @@
 """The same failure behaviour for every store: the proxy serves on when its memory is down.
 
-``GuardedStore`` wraps whichever store the app opened. When the store fails (an error, or a recall
-slower than ``RECALL_TIMEOUT`` per ``RECALL_BATCH`` ids):
+``GuardedStore`` wraps whichever store the app opened. When the store fails (an error, a recall slower
+than ``RECALL_TIMEOUT`` per ``RECALL_BATCH`` ids, or a remember slower than ``REMEMBER_TIMEOUT``):
 
-- recall returns nothing, so orphan results follow ``--orphan-policy``; remember failures are swallowed
-  (write-behind stores keep the turns and retry them on their own);
+- recall returns nothing, so orphan results follow ``--orphan-policy``; remember failures are swallowed,
+  and a remember is waited for no longer than ``REMEMBER_TIMEOUT``, so the answer whose end waits on it
+  is delayed by at most that (the shared stores keep the turns and retry them on their own);
 - ``available`` turns False, which puts ``x-toolmend-memory: unavailable`` on responses, and
   ``/readyz`` says ``degraded``; one warning is logged, and ``failures`` counts every failed operation;
-- recalls are not even tried while the store is down (``skipped`` counts them); a background probe
+- recalls are not even tried while the store is down (``skipped`` counts them), and remembers are handed
+  to the store but not waited for (the answer is already marked unavailable); a background probe
   asks the store's ``ready`` with exponential backoff (0.2 s doubling to 10 s), never on every request.
   When it answers, the store is used again and an info line says so.
 
@@ -30,14 +32,21 @@ log = logging.getLogger("toolmend")
 #: Seconds a recall may take per ``RECALL_BATCH`` ids before the request goes on without it (and the store
 #: counts as down).
 RECALL_TIMEOUT = 1.0
+#: Seconds an answer's end waits for the store to have its turns before it goes out anyway (and the store
+#: counts as down). A write takes well under a millisecond when the store is well (SQLite commit, Redis
+#: script call), and one ``remember`` waits for at most two (the batch in flight, then its own): only a store
+#: that is failing slowly or overloaded gets near this. The same bound as a recall's: the slowest the store
+#: may be before the proxy serves without it.
+REMEMBER_TIMEOUT = RECALL_TIMEOUT
 
 
 class GuardedStore:
     def __init__(self, store: Store, recall_timeout: float = RECALL_TIMEOUT, backoff: Backoff | None = None,
-                 report: Callable[[str, bool], None] | None = None) -> None:
+                 report: Callable[[str, bool], None] | None = None, remember_timeout: float = REMEMBER_TIMEOUT) -> None:
         self.store = store
         self.backend = store.backend
         self.recall_timeout = recall_timeout
+        self.remember_timeout = remember_timeout
         self.failures = 0  # operations that failed
         self.skipped = 0  # recalls not tried because the store was down
         self._backoff = backoff or Backoff()
@@ -64,10 +73,16 @@ class GuardedStore:
             return {}
 
     async def remember(self, tenant: str, turns: list[Turn]) -> None:
+        # While the store is down the turns are still handed over (a store takes them before it first waits,
+        # and writes them when it can), but not waited for: a bound of 0 ends the wait at its first pause.
+        down = self._down_since is not None
+        bound = asyncio.timeout(0 if down else self.remember_timeout)
         try:
-            await self.store.remember(tenant, turns)
+            async with bound:
+                await self.store.remember(tenant, turns)
         except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the answer is relayed on
-            self._failed("remember", exc)
+            if not (down and bound.expired()):  # not waiting while down is no new failure
+                self._failed("remember", exc)
 
     async def ready(self) -> bool:
         if self._down_since is not None:

@@ -8,9 +8,17 @@ from proxy.turns import Turn
 class Store(Protocol):
     backend: str
 
-    async def remember(self, tenant: str, turns: list[Turn]) -> None: ...
+    async def remember(self, tenant: str, turns: list[Turn]) -> None:
+        """Keep ``turns`` for ``tenant``. Returns once they are durable and visible to every process that shares
+        the store (read your writes: the relay lets the last byte of the answer that carried them go only
+        then, so a client's next request finds them on whichever worker or replica it lands). Raises
+        ``StoreUnavailable`` (or whatever the backend raises) when it cannot keep that promise now; a store
+        that retries on its own still has the turns."""
+        ...
 
-    async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]: ...
+    async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        """The remembered turns of ``ids`` (by any of their call ids); absent ids are left out."""
+        ...
 
     async def ready(self) -> bool: ...
 

@@ -8,7 +8,7 @@ Keys, all under ``toolmend:``:
 - ``toolmend:turns``: a sorted set of the remembered turns by time, to keep at most ``max_entries`` of
   them: when a batch takes it over the bound, the oldest turns and their keys are deleted.
 
-Writes go through the write-behind buffer (``proxy.memory.writebehind``): each batch of remembered
+Writes go through the group commit (``proxy.memory.groupcommit``): each batch of remembered
 turns is one ``EVALSHA`` of a short script that runs the batch's ``SET``s and ``ZADD``s on the server,
 atomically, in one round trip (a pipeline of the same commands costs the proxy about four times the
 CPU per turn, in redis-py's packing and reply parsing). Connections are pooled (``MAX_CONNECTIONS``);
@@ -28,7 +28,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.typing import EncodableT, ZSetScoredMembers
 
-from proxy.memory.writebehind import Write, WriteBehindStore
+from proxy.memory.groupcommit import GroupCommitStore, Write
 from proxy.turns import Turn, call_ids
 
 PREFIX = "toolmend"
@@ -57,7 +57,7 @@ MAX_CONNECTIONS = 64
 SOCKET_TIMEOUT = 1.0
 
 
-class RedisStore(WriteBehindStore):
+class RedisStore(GroupCommitStore):
     backend = "redis"
 
     def __init__(self, url: str, ttl_seconds: float, max_entries: int, clock: Callable[[], float] = time.time,

@@ -13,7 +13,7 @@ digests, ``proxy.tenant``: never a brace in them):
   make one master do the cluster's bookkeeping. The cluster as a whole is bounded by the time to live
   and by its ``maxmemory`` (every key expires, so a ``volatile-*`` policy may drop turns; README).
 
-A batch from the write-behind buffer holds several tenants: it is written as one script call per tenant,
+A batch from the group commit holds several tenants: it is written as one script call per tenant,
 sent to the tenants' masters at once. The client library learns the slot map from the nodes named in the
 URL (one is enough; more survive that one being down), follows the cluster when slots move, and is not
 asked to retry (the guard backs off instead). Only database 0 exists on a cluster.
@@ -28,9 +28,9 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from proxy.memory.groupcommit import Write
 from proxy.memory.redis import MAX_CONNECTIONS, SOCKET_TIMEOUT, RedisStore
 from proxy.memory.urls import redis_nodes
-from proxy.memory.writebehind import Write
 from proxy.turns import Turn
 
 REDIS_PORT = 6379  # a node named without a port

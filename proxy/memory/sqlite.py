@@ -2,8 +2,8 @@
 
 The embedded default. The file is in WAL mode, so readers never wait for the writer, and every
 connection waits up to ``BUSY_TIMEOUT_MS`` for another process's write lock. Each process has one writer
-thread that receives batches from the write-behind buffer (``proxy.memory.writebehind``) and commits each
-in one transaction; recalls run on a small pool of reader threads, so the event loop never waits on the
+thread that receives batches from the group commit (``proxy.memory.groupcommit``) and commits each in
+one transaction; recalls run on a small pool of reader threads, so the event loop never waits on the
 file. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
 cut of the machine before the next checkpoint).
 
@@ -40,8 +40,8 @@ from pathlib import Path
 
 import orjson
 
+from proxy.memory.groupcommit import GroupCommitStore, Write
 from proxy.memory.protocol import StoreUnavailable
-from proxy.memory.writebehind import Write, WriteBehindStore
 from proxy.turns import Turn, call_ids
 
 BUSY_TIMEOUT_MS = 5000
@@ -61,7 +61,7 @@ CREATE INDEX IF NOT EXISTS calls_by_expiry ON calls (expires);
 """
 
 
-class SqliteStore(WriteBehindStore):
+class SqliteStore(GroupCommitStore):
     backend = "sqlite"
 
     def __init__(self, path: str, ttl_seconds: float, max_entries: int, clock: Callable[[], float] = time.time) -> None:

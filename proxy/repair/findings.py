@@ -7,6 +7,10 @@ from typing import Literal
 
 OrphanPolicy = Literal["synthesize", "drop", "reject"]
 ORPHAN_POLICIES: tuple[OrphanPolicy, ...] = ("synthesize", "drop", "reject")
+#: What to do when a repaired Anthropic history would need a thinking block memory does not hold (AM-9): turn
+#: ``thinking`` off for that one request, or refuse it. Thinking is never made up.
+ThinkingPolicy = Literal["drop", "reject"]
+THINKING_POLICIES: tuple[ThinkingPolicy, ...] = ("drop", "reject")
 
 #: The text of a tool result the proxy had to invent for an unanswered call (rule S3). It says plainly
 #: that nothing ran, so the model never mistakes it for a successful result.
@@ -29,10 +33,13 @@ class Policy:
     orphans: OrphanPolicy = "synthesize"
     placeholder: str = DEFAULT_PLACEHOLDER
     placeholder_name: str = DEFAULT_PLACEHOLDER_NAME
+    thinking: ThinkingPolicy = "drop"
 
     def __post_init__(self) -> None:
         if self.orphans not in ORPHAN_POLICIES:
             raise ValueError(f"orphan policy must be one of {', '.join(ORPHAN_POLICIES)}, not {self.orphans!r}")
+        if self.thinking not in THINKING_POLICIES:
+            raise ValueError(f"thinking policy must be one of {', '.join(THINKING_POLICIES)}, not {self.thinking!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,24 @@
-"""Write-behind for the shared stores: a remembered turn is visible at once, and written soon, in batches.
+"""Group commit for the shared stores: ``remember`` returns once its turns are written, and answers that
+end together share one write.
 
-``remember`` costs the request nothing but a few dictionary operations: the turn goes into a pending
-buffer that this process's ``recall`` reads first, and one background writer drains the buffer into the
-store, many turns per transaction or script call. Other processes see a turn once its batch is
-written: ``LINGER`` (10 ms) after the first turn of the batch, plus the write itself. A batch that
-fails stays queued and is retried with backoff (the buffer is bounded; past the bound the oldest
-pending turns are dropped and counted); ``close`` writes whatever is still pending, so a restart loses
-nothing that was remembered before it.
+Read your writes, across processes: a fast agent (instant tools) sends its next request the moment an
+answer ends, and a load balancer may send it to another worker or replica. So ``remember`` returns only
+once the turns are committed to the file or stored on the server, and the relay lets the answer's last
+byte go only then (``proxy.relay``).
 
-A recall that misses in the store looks once more after ``PEER_GRACE`` seconds: another worker or
-replica may have answered the previous turn a moment ago and still be writing it. Only requests with
-orphan results that are not remembered anywhere pay this, and they are about to have their calls
-synthesized, dropped or rejected anyway.
+One writer per process does the writes. It takes everything queued, writes it in one transaction or
+script call, wakes the ``remember`` calls of that batch, and at once takes whatever queued meanwhile: no
+linger. A turn remembered on an idle store is written at once, and under load a batch grows by itself
+with the time a write takes, so the cost per write is shared by every answer that ended during the one
+before. Nobody waits for more than the batch in flight and its own.
+
+Until its batch is written a turn is also held in a pending buffer that this process's ``recall`` reads
+first: this process sees it at once, even while the store is failing or slower than the guard lets an
+answer wait (``proxy.memory.guarded``). A batch that fails fails the ``remember`` calls waiting on it
+(``StoreUnavailable``: the guard lets their answers go on) but stays queued and is retried with
+backoff; while writes are failing, ``remember`` queues its turns and raises at once instead of waiting.
+The queue is bounded (past the bound the oldest pending turns are dropped and counted); ``close`` writes
+whatever is still pending, so a restart loses nothing that was remembered before it.
 """
 
 import asyncio
@@ -27,17 +34,11 @@ from proxy.turns import Turn, call_ids
 
 log = logging.getLogger("toolmend")
 
-#: Seconds a recall waits before looking again for call ids a peer may still be writing (more than a
-#: peer's ``LINGER`` plus its write).
-PEER_GRACE = 0.03
 #: Most pending writes held while the store is failing; past it the oldest are dropped.
 PENDING_LIMIT = 10_000
-#: Most writes per batch.
+#: Most writes per batch: one transaction or script call of 1,000 turns takes a few milliseconds, and holds
+#: the SQLite write lock or the Redis server that long.
 BATCH_LIMIT = 1_000
-#: Seconds the writer lets remembered turns gather before writing them as one batch. A batch costs
-#: 80-250 us of the proxy's core whatever its size, paid by whichever request it delays: every 10 ms it
-#: is shared by many turns (measured: at 1 connection, 2 ms still cost 60-100 us per request).
-LINGER = 0.010
 #: Seconds between deletions of expired turns (they are never returned before that either).
 PRUNE_INTERVAL = 1.0
 #: Seconds ``close`` waits for pending writes to reach the store.
@@ -46,14 +47,16 @@ FLUSH_TIMEOUT = 5.0
 
 @dataclass(slots=True, eq=False)
 class Write:
-    """One ``remember`` call: a tenant's turns and when they expire (wall-clock seconds)."""
+    """One ``remember`` call: a tenant's turns, when they expire (wall-clock seconds), and, while that call
+    waits, the future its batch settles: None once written, else why the write failed."""
 
     tenant: str
     turns: list[Turn]
     expires: float
+    written: asyncio.Future[BaseException | None] | None = None
 
 
-class WriteBehindStore:
+class GroupCommitStore:
     """Base of the shared stores. Subclasses write batches, fetch by id and ping; this class does the rest."""
 
     backend = "?"
@@ -64,13 +67,12 @@ class WriteBehindStore:
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
         self.clock = clock
-        self.dropped = 0  # pending writes given up on (buffer full, or still failing at close)
+        self.dropped = 0  # pending writes given up on (queue full, or still failing at close)
         self.failing: BaseException | None = None  # why the last batch failed, until one succeeds
-        self.peer_grace = PEER_GRACE
-        self.linger = LINGER
         self.flush_timeout = FLUSH_TIMEOUT
         self.pruned_at = float("-inf")  # when the writer last deleted expired turns
         self._queue: deque[Write] = deque()
+        self._batch: list[Write] = []  # the batch being written
         self._pending: dict[tuple[str, str], tuple[Write, Turn]] = {}
         self._writer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -99,36 +101,22 @@ class WriteBehindStore:
     # --- the Store protocol ---------------------------------------------------------------------------
 
     async def remember(self, tenant: str, turns: list[Turn]) -> None:
-        entry = Write(tenant, turns, self.clock() + self.ttl_seconds)
-        self._queue.append(entry)
-        for turn in turns:
-            for cid in call_ids(turn):
-                self._pending[(tenant, cid)] = (entry, turn)
-        while len(self._queue) > PENDING_LIMIT:
-            self._forget(self._queue.popleft())
-            self.dropped += 1
-        self._idle.clear()
-        self._wake.set()
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(self._drain(), name=f"toolmend-{self.backend}-writer")
-        if self.failing is not None:
-            # Kept for the retry, but the caller must learn the store is not taking writes.
-            raise StoreUnavailable(f"writes are failing: {type(self.failing).__name__}: {self.failing}")
+        expires = self.clock() + self.ttl_seconds
+        failing = self.failing
+        if failing is not None:
+            # Kept for the retry, but not waited for: the writer is backing off, and the caller must learn now.
+            self._enqueue(Write(tenant, turns, expires))
+            raise StoreUnavailable(f"writes are failing: {_why(failing)}")
+        written: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+        self._enqueue(Write(tenant, turns, expires, written))
+        error = await written
+        if error is not None:
+            raise StoreUnavailable(f"the write failed: {_why(error)}") from error
 
     async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         found = self._lookup_pending(tenant, ids)
         missing = [cid for cid in ids if cid not in found]
-        if missing:
-            found.update(await self._fetch_in_batches(tenant, missing))
-            missing = [cid for cid in missing if cid not in found]
-            if missing and self.peer_grace > 0:
-                await asyncio.sleep(self.peer_grace)
-                found.update(await self._fetch_in_batches(tenant, missing))
-        return found
-
-    async def _fetch_in_batches(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
-        found: dict[str, Turn] = {}
-        for batch in batches(ids):
+        for batch in batches(missing):
             found.update(await self.fetch(tenant, batch))
         return found
 
@@ -145,6 +133,8 @@ class WriteBehindStore:
         if self._queue:
             log.warning("memory %s: %d remembered turns could not be written before shutdown", self.backend, len(self._queue))
             self.dropped += len(self._queue)
+            for entry in self._queue:
+                _settle(entry, StoreUnavailable("the store closed before writing it"))
             self._queue.clear()
             self._pending.clear()
         await self.disconnect()
@@ -167,7 +157,8 @@ class WriteBehindStore:
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        """Writes queued and not yet written (the batch being written included)."""
+        return len(self._queue) + len(self._batch)
 
     # --- the writer -----------------------------------------------------------------------------------
 
@@ -177,28 +168,48 @@ class WriteBehindStore:
                 self._idle.set()
                 await self._wake.wait()
                 self._wake.clear()
-            if len(self._queue) < BATCH_LIMIT:
-                await asyncio.sleep(self.linger)  # also between batches: a write per request would cost far more
-            batch = [self._queue.popleft() for _ in range(min(len(self._queue), BATCH_LIMIT))]
-            if not batch:
                 continue
+            batch = self._batch = [self._queue.popleft() for _ in range(min(len(self._queue), BATCH_LIMIT))]
             try:
                 await self.write(batch)
             except asyncio.CancelledError:
-                self._queue.extendleft(reversed(batch))
+                self._requeue(batch)
                 raise
             except Exception as exc:  # noqa: BLE001 - any store error: keep the batch, back off, retry
-                self._queue.extendleft(reversed(batch))
+                self._requeue(batch)
                 self.failing = exc
+                for entry in batch:
+                    _settle(entry, exc)
                 delay = self._backoff.next_delay()
-                log.debug("memory %s: writing %d turns failed (%s: %s); retrying in %.2f s",
-                          self.backend, len(batch), type(exc).__name__, exc, delay)
+                log.debug("memory %s: writing %d turns failed (%s); retrying in %.2f s", self.backend, len(batch), _why(exc), delay)
                 await asyncio.sleep(delay)
                 continue
+            self._batch = []
             self.failing = None
             self._backoff.reset()
             for entry in batch:
                 self._forget(entry)
+                _settle(entry, None)
+
+    def _enqueue(self, entry: Write) -> None:
+        self._queue.append(entry)
+        for turn in entry.turns:
+            for cid in call_ids(turn):
+                self._pending[(entry.tenant, cid)] = (entry, turn)
+        while len(self._queue) > PENDING_LIMIT:
+            dropped = self._queue.popleft()
+            self._forget(dropped)
+            _settle(dropped, StoreUnavailable("dropped: too many turns waiting for the store"))
+            self.dropped += 1
+        self._idle.clear()
+        self._wake.set()
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._drain(), name=f"toolmend-{self.backend}-writer")
+
+    def _requeue(self, batch: list[Write]) -> None:
+        """Put a batch that was not written back at the head of the queue, for the next attempt."""
+        self._batch = []
+        self._queue.extendleft(reversed(batch))
 
     def _forget(self, entry: Write) -> None:
         for turn in entry.turns:
@@ -218,3 +229,15 @@ class WriteBehindStore:
             if held is not None and held[0].expires > now:
                 found[cid] = held[1]
         return found
+
+
+def _settle(entry: Write, error: BaseException | None) -> None:
+    """Tell the ``remember`` call waiting on ``entry`` how its write went, if it still waits (the guard may
+    have stopped waiting, which cancels the future; and a retried write has no waiter left)."""
+    if entry.written is not None and not entry.written.done():
+        entry.written.set_result(error)
+    entry.written = None
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
