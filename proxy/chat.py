@@ -20,12 +20,13 @@ from starlette.responses import Response
 from proxy.access import Denied
 from proxy.config import Settings
 from proxy.dialects.capture import CaptureLimit
+from proxy.dialects.chat.capture import CAPTURE
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import error_response
 from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
 from proxy.observe import line_of, observe_upstream
-from proxy.relay import StreamRelay, relay_chat
+from proxy.relay import StreamRelay, relay_answer
 from proxy.repair import Finding, Plan, Policy, Profile, Result, plan
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
@@ -87,7 +88,7 @@ async def chat_completions(request: Request) -> Response | StreamRelay:
         await state.store.remember(tenant, turns)
 
     limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
-    return await relay_chat(answer, remember, limit, extra_headers)
+    return await relay_answer(answer, CAPTURE, remember, limit, extra_headers)
 
 
 async def _read_request(request: Request, settings: Settings) -> tuple[bytes, dict]:

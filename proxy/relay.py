@@ -1,39 +1,51 @@
 """Relaying an upstream answer to the client unchanged: status, headers and body bytes as received.
 
-Event streams go out chunk by chunk as they arrive, never buffered, while the tool calls in them are
-captured; other bodies stream through as raw bytes. A chat-completions JSON answer is read once so its
-tool calls can be remembered, up to ``--max-capture-bytes``: a larger one is relayed as it arrives,
-unremembered. When the client goes away mid-stream the upstream stream is closed at
-once, not when the next chunk happens to arrive.
+Event streams go out chunk by chunk as they arrive, never buffered, while the dialect's stream reader
+(``proxy.dialects.capture.Capture``) reads the tool calls in them; other bodies stream through as raw
+bytes. A JSON answer is read once so its tool calls can be remembered, up to ``--max-capture-bytes``: a
+larger one is relayed as it arrives, unremembered. When the client goes away mid-stream the upstream
+stream is closed at once, not when the next chunk happens to arrive.
+
+Read your writes: the last byte of an answer reaches the client only once the store has the answer's
+turns, so a client that answers a tool call the instant the answer ends finds the call remembered on
+whichever worker or replica its next request reaches. A JSON body goes out once ``remember`` returned; of
+a stream, only the terminal event waits (the chunk in which the reader's ``finished`` turns True; for a
+stream without one, the end of the body), every chunk before it has gone out already. ``remember`` is
+bounded by the guard (``proxy.memory.guarded``): a slow or failed store delays the end by at most its
+timeout, never breaks the relay.
 """
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import httpx
-from starlette.background import BackgroundTask
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.chat.capture import StreamCapture, turns_from_json
+from proxy.dialects.capture import Capture, CaptureLimit, StreamReader
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
 
+#: Keeps an answer's turns in the store: returns once they are there, or once the store's bound is spent;
+#: never raises (``GuardedStore.remember``).
 Remember = Callable[[list[Turn]], Awaitable[None]]
 
 
 class StreamRelay:
-    """An ASGI response that copies an upstream body to the client as it arrives."""
+    """An ASGI response that copies an upstream body to the client as it arrives.
 
-    def __init__(self, upstream: httpx.Response, headers: RawHeaders, capture: StreamCapture | None = None,
+    With a ``reader``, every chunk is fed to it, and ``on_end`` (which stores what it read) runs once: before
+    the chunk that finishes the stream goes out, else before the end of the body, else (a stream cut off,
+    a client gone) when the relay stops."""
+
+    def __init__(self, upstream: httpx.Response, headers: RawHeaders, reader: StreamReader | None = None,
                  on_end: Callable[[], Awaitable[None]] | None = None, body: AsyncIterator[bytes] | None = None) -> None:
         self.upstream = upstream
         self.headers = headers
-        self.capture = capture
+        self.reader = reader
         self.on_end = on_end
         self.body = body  # when part of the upstream's body was read already: all of it, from the start
 
@@ -41,12 +53,15 @@ class StreamRelay:
         try:
             with client_watch(receive):
                 await send({"type": "http.response.start", "status": self.upstream.status_code, "headers": self.headers})
-                feed = self.capture.feed if self.capture is not None else None
+                reader = self.reader
                 # Raw bytes as they arrive, without httpx's re-chunking layer.
                 async for chunk in self.body if self.body is not None else async_stream(self.upstream):
-                    if feed is not None:
-                        feed(chunk)
+                    if reader is not None:
+                        reader.feed(chunk)
+                        if self.on_end is not None and reader.finished:
+                            await self._end()  # the terminal event waits until the store has the turns
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await self._end()
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except httpx.HTTPError as exc:
             # The status already went out: all that can be done is end the body and say why.
@@ -56,32 +71,37 @@ class StreamRelay:
         finally:
             await self.upstream.aclose()
             # Even a cut-off stream may have shown the client complete call ids it will answer.
-            if self.on_end is not None:
-                await self.on_end()
+            await self._end()
+
+    async def _end(self) -> None:
+        """``on_end``, the first time only (taken before it runs: a client leaving meanwhile must not run it again)."""
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            await on_end()
 
 
 def stream_through(upstream: httpx.Response, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> StreamRelay:
     return StreamRelay(upstream, [*response_headers(upstream), *extra_headers])
 
 
-async def relay_chat(upstream: httpx.Response, remember: Remember, limit: CaptureLimit,
-                     extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> Response | StreamRelay:
-    """Relay a chat-completions answer and remember the tool-call turns of a successful one."""
+async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Remember, limit: CaptureLimit,
+                       extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> Response | StreamRelay:
+    """Relay an answer, remembering the tool-call turns ``capture`` reads in a successful one before its end."""
     headers = [*response_headers(upstream), *extra_headers]
     if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
         return StreamRelay(upstream, headers)
     if upstream.headers.get("content-type", "").startswith("text/event-stream"):
-        capture = StreamCapture(limit.max_bytes)
+        reader = capture.stream(limit.max_bytes)
 
         async def remember_stream() -> None:
-            if capture.abandoned:
+            if reader.abandoned:
                 _gave_up(limit, "stream")
                 return
-            turns = capture.turns()
+            turns = reader.turns()
             if turns:
                 await remember(turns)
 
-        return StreamRelay(upstream, headers, capture, remember_stream)
+        return StreamRelay(upstream, headers, reader, remember_stream)
     chunks = aiter(async_stream(upstream))
     read: list[bytes] = []
     size = 0
@@ -97,9 +117,10 @@ async def relay_chat(upstream: httpx.Response, remember: Remember, limit: Captur
         return UpstreamError.from_httpx(exc).response()
     await upstream.aclose()
     body = b"".join(read)
-    # Remembered once the answer is sent, so it costs the client no time; the store makes the turn
-    # visible to this process's recalls at once, before this connection can carry another request.
-    response = Response(body, upstream.status_code, background=BackgroundTask(_remember_answer, body, remember))
+    turns = capture.from_json(body)
+    if turns:
+        await remember(turns)  # before the body goes out: read your writes
+    response = Response(body, upstream.status_code)
     response.raw_headers = headers
     return response
 
@@ -115,9 +136,3 @@ async def _chained(read: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterat
 def _gave_up(limit: CaptureLimit, reason: str) -> None:
     log.info("upstream answer larger than --max-capture-bytes (%d): relayed without remembering its calls", limit.max_bytes)
     limit.gave_up(reason)
-
-
-async def _remember_answer(body: bytes, remember: Remember) -> None:
-    turns = turns_from_json(body)
-    if turns:
-        await remember(turns)

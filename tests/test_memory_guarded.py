@@ -16,14 +16,10 @@ from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import (
     AUTH,
     UPSTREAM,
-    AsgiCall,
-    build_app,
     call,
-    call_asgi,
     completion,
     orphan_history,
     running_proxy,
-    started,
     tenant_for,
 )
 
@@ -172,29 +168,3 @@ async def test_requests_go_through_with_fallback_repairs_and_say_the_memory_is_u
         assert ready.status_code == 200
         assert ready.json() == {"status": "degraded", "memory": {"backend": "flaky", "ready": False}}
         assert proxy.state.store.failures >= 2  # the failed recall, and the failed remember of the answer
-
-
-async def test_a_json_answer_is_remembered_only_after_it_was_sent(upstream) -> None:
-    upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion([call("call_after")])))
-    store = FlakyStore()
-    events: list[str] = []
-    original = store.remember
-
-    async def remember(tenant, turns):
-        events.append("remember")
-        await original(tenant, turns)
-
-    store.remember = remember
-    async with started(build_app(store=store)) as app:
-        asgi = AsgiCall()
-
-        async def on_send(message):
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                events.append("answer sent")
-
-        asgi.on_send = on_send
-        asgi.disconnect.set()
-        body = orjson.dumps({"messages": [{"role": "user", "content": "q"}]})
-        await call_asgi(app, asgi, "POST", PATH, [(b"authorization", AUTH["authorization"].encode())], [body])
-    assert events == ["answer sent", "remember"]
-    assert asgi.status == 200

@@ -8,6 +8,9 @@ import orjson
 import pytest
 import respx
 
+from proxy.dialects.capture import CaptureLimit
+from proxy.relay import relay_answer
+from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AUTH,
@@ -16,6 +19,7 @@ from tests.support.proxy_fixtures import (
     AsgiCall,
     ScriptedStream,
     build_app,
+    call,
     call_asgi,
     chunk,
     delta,
@@ -199,3 +203,73 @@ async def test_repaired_streaming_request_carries_the_repairs_header(upstream):
         response = await proxy.client.post(PATH, json=body, headers=AUTH)
     assert response.headers["x-toolmend-repairs"] == "TM101=1"
     assert response.headers["content-type"] == "text/event-stream"
+
+
+class ReaderOf:
+    """Any dialect's stream reader, for the relay alone: the stream is finished once ``terminal`` was fed, and
+    what it read is one turn."""
+
+    abandoned = False
+
+    def __init__(self, terminal: bytes | None) -> None:
+        self.terminal = terminal
+        self.fed: list[bytes] = []
+
+    @property
+    def finished(self) -> bool:
+        return self.terminal is not None and self.terminal in self.fed
+
+    def feed(self, chunk: bytes) -> None:
+        self.fed.append(chunk)
+
+    def turns(self):
+        return [make_turn([call("call_any")])]
+
+
+class CaptureOf:
+    def __init__(self, terminal: bytes | None) -> None:
+        self.terminal = terminal
+
+    def from_json(self, body: bytes):
+        return []
+
+    def stream(self, max_bytes: int | None) -> ReaderOf:
+        return ReaderOf(self.terminal)
+
+
+async def relay_until_remembered(parts: list[bytes], terminal: bytes | None) -> tuple[list[list[bytes]], AsgiCall]:
+    """Relay ``parts`` as an event stream through ``relay_answer``; what the client had received, and whether the
+    body was finished, when ``remember`` was called (which returns only once the relay waited on it)."""
+    answer = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=ScriptedStream(parts))
+    asgi = AsgiCall()
+    seen: list[list[bytes]] = []
+
+    async def remember(turns) -> None:
+        assert turns == [make_turn([call("call_any")])]
+        seen.append(list(asgi.body_chunks))
+        assert not asgi.finished
+        await anyio.sleep(0.01)  # the relay must wait: nothing more may go out meanwhile
+        assert asgi.body_chunks == seen[-1]
+
+    async def send(message) -> None:
+        asgi.sent.append(message)
+
+    relay = await relay_answer(answer, CaptureOf(terminal), remember, CaptureLimit(1 << 20, lambda reason: None))
+    with anyio.fail_after(HANG_GUARD):
+        await relay({"type": "http"}, anyio.sleep_forever, send)
+    return seen, asgi
+
+
+async def test_only_the_chunk_that_finishes_a_stream_waits_for_its_turns_to_be_remembered():
+    # Protocol-neutral: the dialect's reader says which chunk is the terminal one (here the second of four).
+    parts = [b"event: a\n\n", b"event: stop\n\n", b": after the end\n\n", b": more\n\n"]
+    seen, asgi = await relay_until_remembered(parts, terminal=b"event: stop\n\n")
+    assert seen == [[b"event: a\n\n"]]  # remembered once, before the terminal chunk and after every chunk before it
+    assert asgi.body_chunks == parts and asgi.finished
+
+
+async def test_a_stream_without_a_terminal_event_ends_only_once_its_turns_are_remembered():
+    parts = [b"event: a\n\n", b"event: b\n\n"]
+    seen, asgi = await relay_until_remembered(parts, terminal=None)
+    assert seen == [parts]  # every chunk out, the end of the body held
+    assert asgi.finished
