@@ -21,19 +21,17 @@ upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
+from proxy.dialects.sse import BOM, EventStreamReader
 from proxy.turns import Turn, make_turn
 
 __all__ = ["CAPTURE", "ChatCapture", "StreamCapture", "turns_from_json"]
 
 _loads = orjson.loads
-_JSONDecodeError = orjson.JSONDecodeError
-_BOM = b"\xef\xbb\xbf"
 # Keys of a streamed call delta that are rebuilt explicitly rather than merged as opaque extras; ``index``
 # is stream bookkeeping and is absent from non-streaming calls, so it is not kept.
 _CALL_KEYS = frozenset(("index", "id", "type", "function"))
@@ -70,7 +68,7 @@ def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
     thought signatures must survive). Never raises: anything unreadable yields ``[]``.
     """
     try:
-        if isinstance(body, (bytes, bytearray)) and body[:3] == _BOM:
+        if isinstance(body, (bytes, bytearray)) and body[:3] == BOM:
             body = body[3:]
         obj = _loads(body)
         out: list[Turn] = []
@@ -226,116 +224,26 @@ class _Choice:
         return make_turn(calls, "".join(self.content) or None, "".join(self.reasoning) or None)
 
 
-class StreamCapture:
+class StreamCapture(EventStreamReader):
     """Incremental reader of an SSE ``chat.completion.chunk`` stream that reassembles its tool calls.
 
-    Feed it the raw network chunks in order, exactly as relayed; :meth:`turns` can be asked at any time.
-    Only the unfinished last line is buffered, each complete event is parsed once, and nothing raises.
-    Once the stream passes ``max_bytes`` the capture lets go of everything it held, reads nothing more and
-    sets ``abandoned``: the relay goes on, and :meth:`turns` is empty.
+    Feed it the raw network chunks in order, exactly as relayed; :meth:`turns` can be asked at any time
+    (the framing and ``max_bytes`` are ``EventStreamReader``'s; ``finished`` turns True at ``[DONE]``).
 
     If the stream is cut off, :meth:`turns` returns the calls that already have an id, with their
     ``arguments`` kept as received so far (possibly incomplete JSON): the ids are what recall needs, and
-    rewriting the text would be guessing. An event whose terminating blank line never arrived is not
-    counted, as the SSE spec prescribes.
+    rewriting the text would be guessing.
     """
 
-    __slots__ = ("_choices", "_data", "_done", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
+    __slots__ = ("_choices",)
 
     def __init__(self, max_bytes: int | None = None) -> None:
-        self.max_bytes = max_bytes
-        self.abandoned = False
-        self._done = False  # ``data: [DONE]`` was read
-        self._read = 0  # bytes fed so far
-        self._tail: list[bytes] = []  # pieces of the unfinished line; joined once, when it completes
-        self._data: list[bytes] = []  # ``data:`` values of the event being read
-        self._skip_lf = False  # the previous chunk ended in ``\r``: a leading ``\n`` completes that CRLF
-        self._started = False  # the first line may carry a UTF-8 BOM, which SSE says to ignore
+        super().__init__(max_bytes)
         self._choices: dict[int, _Choice] = {}
 
-    def feed(self, chunk: bytes | bytearray | memoryview | str) -> None:
-        """Consume one raw chunk of the stream. Never raises."""
-        if self.abandoned:
-            return
-        try:
-            self._read += len(chunk)
-            if self.max_bytes is not None and self._read > self.max_bytes:
-                self._abandon()
-                return
-            self._feed(chunk)
-        except Exception:  # noqa: BLE001 - capture is best effort; the relay must go on even if this reader is confused
-            pass
-
-    @property
-    def finished(self) -> bool:
-        """The terminal ``data: [DONE]`` event has been read."""
-        return self._done
-
     def _abandon(self) -> None:
-        self.abandoned = True
-        self._tail.clear()
-        self._data.clear()
+        super()._abandon()
         self._choices.clear()
-
-    def _feed(self, chunk: Any) -> None:
-        if type(chunk) is not bytes:
-            chunk = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
-        if not chunk:
-            return
-        if self._skip_lf:
-            self._skip_lf = False
-            if chunk[0] == 0x0A:
-                chunk = chunk[1:]
-                if not chunk:
-                    return
-        if b"\r" in chunk:
-            # A lone ``\r`` is a line end too; a trailing one is treated as complete now, and the
-            # ``\n`` that may follow in the next chunk is swallowed.
-            self._skip_lf = chunk[-1] == 0x0D
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if b"\n" not in chunk:
-            self._tail.append(chunk)
-            return
-        lines = chunk.split(b"\n")
-        rest = lines.pop()
-        if self._tail:
-            self._tail.append(lines[0])
-            lines[0] = b"".join(self._tail)
-            self._tail.clear()
-        if rest:
-            self._tail.append(rest)
-        if not self._started:
-            self._started = True
-            if lines[0][:3] == _BOM:
-                lines[0] = lines[0][3:]
-        data = self._data
-        for line in lines:
-            if not line:
-                if data:
-                    self._dispatch(data)
-                    data.clear()
-            elif line[:5] == b"data:":
-                data.append(line[6:] if line[5:6] == b" " else line[5:])
-            elif line == b"data":
-                data.append(b"")
-            # Comments (``:``) and the other fields (``event``, ``id``, ``retry``) carry nothing we need.
-
-    def _dispatch(self, data: list[bytes]) -> None:
-        raw = data[0] if len(data) == 1 else b"\n".join(data)
-        if raw == b"[DONE]":
-            self._done = True
-            return
-        try:
-            obj = _loads(raw)
-        except _JSONDecodeError:
-            if len(data) > 1:
-                # Some servers forget the blank line between events; each line may still be a chunk.
-                for part in data:
-                    with contextlib.suppress(Exception):  # remembering is best effort; the chunk is relayed anyway
-                        self._apply(_loads(part))
-            return
-        with contextlib.suppress(Exception):  # an answer toolmend cannot read is relayed anyway, unremembered
-            self._apply(obj)
 
     def _apply(self, obj: Any) -> None:
         if type(obj) is dict and obj.get("error"):

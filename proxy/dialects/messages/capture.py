@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.chat.capture import StreamCapture
 from proxy.dialects.messages.blocks import Block, is_tool_use
+from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
 
 __all__ = ["CAPTURE", "MessagesCapture", "MessagesStreamCapture", "turns_from_json"]
@@ -135,12 +135,11 @@ class _OpenBlock:
         return block
 
 
-class MessagesStreamCapture(StreamCapture):
+class MessagesStreamCapture(EventStreamReader):
     """Incremental reader of one Messages event stream; rebuilds the assistant message's blocks.
 
-    The SSE framing (BOM, CRLF and lone CR line ends, split chunks, multi-line ``data``, events whose blank
-    line never arrived not counted, ``max_bytes`` abandonment) is the chat reader's, inherited; this class
-    only says what an event means. ``finished`` turns True at ``message_stop`` or at an ``error`` event.
+    The SSE framing is ``EventStreamReader``'s; this class only says what an event means. ``finished`` turns
+    True at ``message_stop`` or at an ``error`` event.
 
     A block counts once its ``content_block_stop`` was read: a stream cut off (or ended by an ``error``
     event) is remembered with the blocks that were complete, in index order, so the calls whose input was

@@ -12,7 +12,7 @@ not know), recalled by each call's ``call_id`` and by the response id (``previou
   ``encrypted_content`` "may be incomplete"); items never seen done are taken from the ``response.output``
   of the terminal event (``response.completed``, ``.incomplete`` or ``.failed``). Deltas are not read at all.
 
-Like the chat reader, nothing here raises and what a stream reader holds is bounded by ``max_bytes``.
+The SSE framing is ``proxy.dialects.sse``'s; nothing here raises and what a stream reader holds is bounded by ``max_bytes``.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.chat.capture import StreamCapture
 from proxy.dialects.responses.items import call_id_of, is_call
+from proxy.dialects.sse import BOM, EventStreamReader
 from proxy.turns import Turn
 
 __all__ = ["CAPTURE", "ResponsesCapture", "ResponsesStreamCapture", "turns_from_json"]
 
-_BOM = b"\xef\xbb\xbf"
+
 _TERMINAL = frozenset(("response.completed", "response.incomplete", "response.failed"))
 # Events that carry the response object before any item (its id is known from the first of them).
 _OPENING = frozenset(("response.created", "response.queued", "response.in_progress"))
@@ -56,7 +56,7 @@ def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
 
     Non-object entries of ``output`` are left out: they could only hand garbage to repair."""
     try:
-        if isinstance(body, (bytes, bytearray)) and body[:3] == _BOM:
+        if isinstance(body, (bytes, bytearray)) and body[:3] == BOM:
             body = body[3:]
         obj = orjson.loads(body)
         # Some compatible servers leave ``object`` out; an error body or another object is not an answer.
@@ -70,31 +70,24 @@ def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
         return []
 
 
-class ResponsesStreamCapture(StreamCapture):
+class ResponsesStreamCapture(EventStreamReader):
     """Incremental reader of a Responses event stream.
 
-    The SSE framing (UTF-8 BOM, CRLF and lone CR line ends split anywhere, multi-line ``data``, events missing
-    their blank line, ``max_bytes`` abandonment, an event whose blank line never arrived not counted) is the chat
-    reader's; this class only reads the events. ``finished`` turns True at the first terminal event
-    (``response.completed``, ``.incomplete``, ``.failed``) or bare ``error`` event.
+    The SSE framing is ``EventStreamReader``'s; this class only reads the events. ``finished`` turns True at the
+    first terminal event (``response.completed``, ``.incomplete``, ``.failed``), a bare ``error`` event, or
+    ``data: [DONE]``, which some compatible servers send instead.
 
     A stream cut off before its terminal event still yields the items whose ``.done`` arrived: their calls are
     complete, and a call followed by ``response.failed`` is remembered too, since the client may keep it.
     """
 
-    __slots__ = ("_done_items", "_final_items", "_id", "_terminal")
+    __slots__ = ("_done_items", "_final_items", "_id")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         super().__init__(max_bytes)
         self._done_items: dict[int, dict[str, Any]] = {}  # by output_index
         self._final_items: list[dict[str, Any] | None] = []  # the terminal event's response.output, by position
         self._id: str | None = None
-        self._terminal = False
-
-    @property
-    def finished(self) -> bool:
-        """A terminal event (``response.completed``/``.incomplete``/``.failed`` or ``error``) has been read."""
-        return self._terminal
 
     def _abandon(self) -> None:
         super()._abandon()
@@ -114,7 +107,7 @@ class ResponsesStreamCapture(StreamCapture):
             if self._id is None:
                 self._id = _response_id(obj.get("response"))
         elif kind in _TERMINAL:
-            self._terminal = True
+            self._done = True
             response = obj.get("response")
             if self._id is None:
                 self._id = _response_id(response)
@@ -122,7 +115,7 @@ class ResponsesStreamCapture(StreamCapture):
             if type(output) is list:
                 self._final_items = [item if type(item) is dict else None for item in output]
         elif kind == "error":
-            self._terminal = True
+            self._done = True
 
     def turns(self) -> list[Turn]:
         """The response's turn as read so far (at most one), as copies the reader never touches again."""

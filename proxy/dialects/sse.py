@@ -1,0 +1,133 @@
+"""Server-sent events read incrementally, as the relay passes an answer's raw chunks on: the framing every
+dialect's stream capture shares (``proxy/dialects/*/capture.py``), so each reads only its own events.
+
+What the framing handles: a UTF-8 BOM, CRLF and lone CR line ends split anywhere, multi-line ``data``, events
+whose blank line is missing between them, ``data: [DONE]``, and ``max_bytes``. Only the unfinished last line is
+buffered, each complete event is parsed once, and nothing raises. An event whose terminating blank line never
+arrived is not counted, as the SSE spec prescribes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import orjson
+
+from proxy.turns import Turn
+
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+BOM = b"\xef\xbb\xbf"
+
+
+class EventStreamReader:
+    """The framing; a subclass reads each event's JSON in ``_apply`` and says what it holds in ``turns``.
+
+    Once the stream passes ``max_bytes`` the reader lets go of everything it held (``_abandon``, which a
+    subclass extends to drop its own state), reads nothing more and sets ``abandoned``: the relay goes on,
+    and ``turns`` is empty. ``finished`` turns True at ``data: [DONE]``; a subclass sets ``_done`` at its
+    protocol's own terminal event too."""
+
+    __slots__ = ("_data", "_done", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self.max_bytes = max_bytes
+        self.abandoned = False
+        self._done = False  # the terminal event was read
+        self._read = 0  # bytes fed so far
+        self._tail: list[bytes] = []  # pieces of the unfinished line; joined once, when it completes
+        self._data: list[bytes] = []  # ``data:`` values of the event being read
+        self._skip_lf = False  # the previous chunk ended in ``\r``: a leading ``\n`` completes that CRLF
+        self._started = False  # the first line may carry a UTF-8 BOM, which SSE says to ignore
+
+    def feed(self, chunk: bytes | bytearray | memoryview | str) -> None:
+        """Consume one raw chunk of the stream. Never raises."""
+        if self.abandoned:
+            return
+        try:
+            self._read += len(chunk)
+            if self.max_bytes is not None and self._read > self.max_bytes:
+                self._abandon()
+                return
+            self._feed(chunk)
+        except Exception:  # noqa: BLE001 - capture is best effort; the relay must go on even if this reader is confused
+            pass
+
+    @property
+    def finished(self) -> bool:
+        """The stream's terminal event has been read."""
+        return self._done
+
+    def _abandon(self) -> None:
+        self.abandoned = True
+        self._tail.clear()
+        self._data.clear()
+
+    def _feed(self, chunk: Any) -> None:
+        if type(chunk) is not bytes:
+            chunk = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+        if not chunk:
+            return
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[0] == 0x0A:
+                chunk = chunk[1:]
+                if not chunk:
+                    return
+        if b"\r" in chunk:
+            # A lone ``\r`` is a line end too; a trailing one is treated as complete now, and the
+            # ``\n`` that may follow in the next chunk is swallowed.
+            self._skip_lf = chunk[-1] == 0x0D
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in chunk:
+            self._tail.append(chunk)
+            return
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if self._tail:
+            self._tail.append(lines[0])
+            lines[0] = b"".join(self._tail)
+            self._tail.clear()
+        if rest:
+            self._tail.append(rest)
+        if not self._started:
+            self._started = True
+            if lines[0][:3] == BOM:
+                lines[0] = lines[0][3:]
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    self._dispatch(data)
+                    data.clear()
+            elif line[:5] == b"data:":
+                data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif line == b"data":
+                data.append(b"")
+            # Comments (``:``) and the other fields (``event``, ``id``, ``retry``) carry nothing we need.
+
+    def _dispatch(self, data: list[bytes]) -> None:
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        if raw == b"[DONE]":
+            self._done = True
+            return
+        try:
+            obj = _loads(raw)
+        except _JSONDecodeError:
+            if len(data) > 1:
+                # Some servers forget the blank line between events; each line may still be a chunk.
+                for part in data:
+                    with contextlib.suppress(Exception):  # remembering is best effort; the chunk is relayed anyway
+                        self._apply(_loads(part))
+            return
+        with contextlib.suppress(Exception):  # an answer toolmend cannot read is relayed anyway, unremembered
+            self._apply(obj)
+
+    def _apply(self, obj: Any) -> None:
+        """Read one event's JSON (a subclass's business)."""
+        raise NotImplementedError
+
+    def turns(self) -> list[Turn]:
+        """The turns read so far (a subclass's business)."""
+        raise NotImplementedError
