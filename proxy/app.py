@@ -12,8 +12,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from proxy.access import Access
-from proxy.chat import chat_completions
 from proxy.config import Settings
+from proxy.dialects import DIALECTS
+from proxy.endpoint import endpoint
 from proxy.errors import error_response
 from proxy.forward import Upstream
 from proxy.limits import BodyDeadline
@@ -72,16 +73,18 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             await upstream_transport.aclose()
             await memory.close()
 
+    # Every repaired endpoint, at /v1 and under each route prefix; everything else under /v1/ passes through.
+    repaired = [(dialect.path, endpoint(dialect)) for dialect in DIALECTS]
     prefixed = [
         route
         for spec in settings.routes
         if spec.prefix is not None
-        for route in (Route(spec.prefix + "/v1/chat/completions", chat_completions, methods=["POST"]),
+        for route in (*(Route(spec.prefix + "/v1" + path, handle, methods=["POST"]) for path, handle in repaired),
                       Route(spec.prefix + "/v1/{path:path}", pass_through, methods=METHODS))
     ]
     return Starlette(
         routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            *(Route("/v1" + path, handle, methods=["POST"]) for path, handle in repaired),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),

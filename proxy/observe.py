@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from proxy.dialects import DIALECTS
 from proxy.logs import RequestLine
 from proxy.metrics import Metrics
 
@@ -28,10 +29,15 @@ REQUEST_ID_SHAPE = re.compile(rb"[A-Za-z0-9_.:/+=@-]{1,128}")
 QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted, logged at debug only
 
 
+#: The metrics label of each repaired endpoint: its dialect's name.
+REPAIRED_PATHS = {"/v1" + dialect.path: dialect.name for dialect in DIALECTS}
+
+
 def route_of(path: str) -> str:
     """The metrics label of a path; a route prefix (``/mistral/v1/...``) counts like the path under it."""
-    if path.endswith("/v1/chat/completions"):
-        return "chat"
+    for suffix, label in REPAIRED_PATHS.items():
+        if path.endswith(suffix):
+            return label
     if "/v1/" in path:
         return "passthrough"
     return path.strip("/") if path in QUIET_PATHS else "other"

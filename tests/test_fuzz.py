@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from proxy.app import create_app
 from proxy.config import Settings
-from proxy.chat import summarize
+from proxy.endpoint import summarize
 from proxy.repair import PROFILES, Policy, Result, needs_repair, plan, repair
 from tests.support.hypothesis_budget import examples
 from tests.support.strict_upstream import Recorder

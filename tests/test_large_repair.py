@@ -13,7 +13,7 @@ import orjson
 import pytest
 import respx
 
-from proxy import chat
+from proxy import endpoint
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, completion, orphan_history, running_proxy
 
@@ -22,7 +22,7 @@ PATH = "/v1/chat/completions"
 
 def large_broken_body() -> bytes:
     """An orphan result (so it needs repair) and enough history to be past the off-loop threshold."""
-    padding = [{"role": "user", "content": "x" * 1000} for _ in range(chat.LARGE_BODY_BYTES // 1000 + 1)]
+    padding = [{"role": "user", "content": "x" * 1000} for _ in range(endpoint.LARGE_BODY_BYTES // 1000 + 1)]
     return orjson.dumps({"model": "m", "messages": [*padding, *orphan_history("call_big")]})
 
 
@@ -30,14 +30,14 @@ async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeyp
     repair_started, healthz_answered = threading.Event(), threading.Event()
     saw_healthz: list[bool] = []
 
-    real_repair = chat._repaired
+    real_repair = endpoint._repaired
 
     def repair_waiting_for_healthz(*args, **kwargs):
         repair_started.set()
         saw_healthz.append(healthz_answered.wait(HANG_GUARD))
         return real_repair(*args, **kwargs)
 
-    monkeypatch.setattr(chat, "_repaired", repair_waiting_for_healthz)
+    monkeypatch.setattr(endpoint, "_repaired", repair_waiting_for_healthz)
     with respx.mock(base_url=UPSTREAM) as upstream:
         route = upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion(content="ok")))
         async with running_proxy() as proxy:
@@ -63,10 +63,10 @@ def test_a_large_body_is_parsed_without_cycle_collections() -> None:
             collections.append(info["generation"])
 
     body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 20} for _ in range(20_000)]})
-    assert len(body) > chat.LARGE_BODY_BYTES
+    assert len(body) > endpoint.LARGE_BODY_BYTES
     gc.callbacks.append(count)
     try:
-        parsed = chat._parse(body)
+        parsed = endpoint._parse(body)
     finally:
         gc.callbacks.remove(count)
     assert collections == [] and gc.isenabled()

@@ -1,0 +1,15 @@
+"""The wire protocols toolmend repairs, one package each, behind one seam (``dialect.py``).
+
+Adding a protocol is adding a package that implements ``Dialect`` (its view of the history, its capture,
+profiles, errors and own rules) and naming it here; the request path, memory, metrics and the structural
+rules are shared.
+"""
+
+from proxy.dialects.chat import CHAT
+from proxy.dialects.dialect import Dialect
+from proxy.dialects.responses import RESPONSES
+
+#: Every repaired endpoint, by dialect.
+DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES)
+
+__all__ = ["CHAT", "DIALECTS", "RESPONSES", "Dialect"]
