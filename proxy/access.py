@@ -1,7 +1,7 @@
 """Who may use a route: decided for the route the Router selected, never before.
 
 A route that sends the operator's own upstream key (``TOOLMEND_UPSTREAM_API_KEY`` or a route's
-``api_key_env``) admits only clients presenting one of toolmend's client keys as ``Authorization: Bearer``
+``api_key_env``) admits only clients presenting one of toolmend's client keys as ``Authorization: Bearer`` or ``x-api-key``
 (``TOOLMEND_API_KEYS`` and the keys of the route file's named tenants, ``Settings.client_keys``);
 a route without a key of its own admits anyone, whose credentials go upstream as the client's own
 (``Upstream.request_headers`` keeps a toolmend key from ever going along). ``--require-client-key``
@@ -45,7 +45,7 @@ class Access:
                 return  # a route that sends no key of toolmend's: the client brings its own
         if not self.presents_client_key(headers):
             raise Denied("Incorrect or missing API key for this toolmend proxy: send one of its configured keys as "
-                         "'Authorization: Bearer <key>'.", "invalid_api_key")
+                         "'Authorization: Bearer <key>' (or, from an Anthropic client, 'x-api-key: <key>').", "invalid_api_key")
 
     def presents_client_key(self, headers: RawHeaders) -> bool:
-        return any(credentials.is_one_of(key, self.client_keys) for key in credentials.bearer_tokens(headers))
+        return any(credentials.is_one_of(key, self.client_keys) for key in credentials.presented_keys(headers))

@@ -20,6 +20,15 @@ def in_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
     return {lowered: value for name, value in headers if (lowered := name.lower()) in HEADERS}
 
 
+def operator_header(headers: Iterable[tuple[bytes, bytes]], key: bytes) -> tuple[bytes, bytes]:
+    """The header that carries the operator's key upstream: in the carrier the client used for its own (an
+    Anthropic SDK sends ``x-api-key``, which Anthropic expects; Azure's ``api-key``), else as a bearer token.
+    Only the header's name follows the client; the key and where it goes are the route's."""
+    used = in_headers(headers)
+    name = next((carrier for carrier in HEADERS if carrier in used), b"authorization")
+    return (name, b"Bearer " + key) if name == b"authorization" else (name, key)
+
+
 def in_query(query: bytes) -> list[bytes]:
     """The raw values of every ``key`` parameter. The name is compared decoded, as a server reads it
     (``k%65y=`` is ``key=`` to Google)."""
@@ -42,9 +51,18 @@ def bearer(value: bytes) -> bytes | None:
     return parts[1].strip() if len(parts) > 1 else b""
 
 
-def bearer_tokens(headers: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
-    """The tokens of every ``Authorization: Bearer`` header: where toolmend's own keys are presented."""
-    return (key for name, value in headers if name.lower() == b"authorization" and (key := bearer(value)))
+#: Where a client presents one of toolmend's own keys: as a bearer token, or where an Anthropic SDK puts its key.
+CLIENT_KEY_HEADERS = (b"authorization", b"x-api-key")
+
+
+def presented_keys(headers: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
+    """Every key presented where toolmend's own keys may be: ``Authorization: Bearer <key>`` (OpenAI's clients,
+    Claude Code's auth token) and ``x-api-key`` (the Anthropic SDKs, Claude Code's API key)."""
+    for name, value in headers:
+        lowered = name.lower()
+        key = bearer(value) if lowered == b"authorization" else value.strip() if lowered == b"x-api-key" else None
+        if key:
+            yield key
 
 
 def key_list(text: str) -> frozenset[str]:

@@ -123,12 +123,14 @@ class Upstream:
         return url
 
     def request_headers(self, incoming: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes] = frozenset()) -> RawHeaders:
-        """The client's headers for the upstream. A route with the operator's key sends that key and none of
-        the client's credentials; any other route sends the client's own, but never one of toolmend's keys."""
+        """The client's headers for the upstream. A route with the operator's key sends that key (in the carrier
+        the client used, ``credentials.operator_header``) and none of the client's credentials; any other route
+        sends the client's own, but never one of toolmend's keys."""
         headers = without_hop_by_hop(incoming, RECOMPUTED | drop)
         if self.api_key is not None:
+            carrier = credentials.operator_header(headers, self.api_key.encode())
             headers = [(name, value) for name, value in headers if name.lower() not in credentials.HEADERS]
-            headers.append((b"authorization", b"Bearer " + self.api_key.encode()))
+            headers.append(carrier)
         elif self._client_keys:
             headers = [(name, value) for name, value in headers
                        if not (name.lower() in credentials.HEADERS and self._not_forwarded(credentials.token(value)))]

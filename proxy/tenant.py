@@ -7,7 +7,7 @@ all share one tenant per upstream (``--require-client-key`` refuses them instead
 
 A key rotates, and memory keyed by it would be lost with it. So the route file may name tenants, each with
 the toolmend keys that belong to it (``[[tenant]]`` in ``proxy/routes.py``): a client presenting one of them
-as ``Authorization: Bearer`` belongs to that tenant, whose id hashes its name, never a key. And
+as ``Authorization: Bearer`` (or ``x-api-key``) belongs to that tenant, whose id hashes its name, never a key. And
 ``--tenant-scope upstream`` gives every client of an upstream one shared tenant (single-user deployments).
 
 The formulas, kept stable so an upgrade keeps every tenant's memory::
@@ -60,8 +60,8 @@ class Tenancy:
         return tenant_id(credential(headers, query), upstream)
 
     def named(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The tenant whose key the client presents as ``Authorization: Bearer``, as ``Access`` reads it."""
-        for key in credentials.bearer_tokens(headers):
+        """The tenant whose key the client presents (``Authorization: Bearer`` or ``x-api-key``), as ``Access`` reads it."""
+        for key in credentials.presented_keys(headers):
             for name, keys in self._tenants:
                 if credentials.is_one_of(key, keys):
                     return name

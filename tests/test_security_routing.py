@@ -140,6 +140,22 @@ async def test_a_route_with_the_operators_key_forwards_no_client_credential() ->
     assert sent.url.raw_path == b"/v1/models?alt=json&limit=2"
 
 
+@pytest.mark.parametrize(("carrier", "expected"), [("x-api-key", "sk-operator-default"), ("authorization", "Bearer sk-operator-default")])
+async def test_the_operators_key_goes_in_the_carrier_the_client_used(carrier: str, expected: str) -> None:
+    # An Anthropic SDK presents x-api-key and Anthropic expects the key there: the operator's key follows it.
+    settings = make_settings(upstream_api_key="sk-operator-default", api_keys=frozenset({TEAM_KEY}))
+    value = f"Bearer {TEAM_KEY}" if carrier == "authorization" else TEAM_KEY
+    with respx.mock(assert_all_called=False) as mock:
+        models = mock.get(url__startswith="http://upstream.test/v1/models").respond(json={"data": []})
+        async with running_proxy(settings) as proxy:
+            response = await proxy.client.get("/v1/models", headers={carrier: value})
+    assert response.status_code == 200
+    sent = models.calls.last.request.headers
+    assert sent.get_list(carrier) == [expected]
+    assert TEAM_KEY not in credentials_seen(models.calls.last.request)
+    assert [name for name in ("authorization", "api-key", "x-api-key", "x-goog-api-key") if name in sent] == [carrier]
+
+
 # --- item 13: every credential carrier scopes the tenant; --require-client-key ------------------------------
 
 

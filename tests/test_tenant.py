@@ -95,9 +95,11 @@ def test_a_named_tenant_is_its_name_and_upstream_whichever_key_the_client_presen
     a1, a2, b1 = (tenancy.tenant([(b"authorization", b"Bearer " + key)], b"", UP) for key in (b"tm-a1", b"tm-a2", b"tm-b1"))
     assert a1 == a2 == named_tenant_id("team-a", UP) != b1
     assert tenancy.tenant([(b"authorization", b"Bearer tm-a1")], b"", "http://other/v1") != a1
-    # A key outside every tenant, or one sent in another carrier, is a credential as before.
+    # Anthropic's clients present their key as x-api-key: a tenant's key there is the tenant too.
+    assert tenancy.tenant([(b"x-api-key", b"tm-a2")], b"", UP) == a1
+    # A key outside every tenant, or one sent in a carrier toolmend keys never use, is a credential as before.
     assert tenancy.tenant([(b"authorization", b"Bearer tm-solo")], b"", UP) == tenant([(b"authorization", b"Bearer tm-solo")])
-    assert tenancy.tenant([(b"x-api-key", b"tm-a1")], b"", UP) == tenant([(b"x-api-key", b"tm-a1")])
+    assert tenancy.tenant([(b"api-key", b"tm-a1")], b"", UP) == tenant([(b"api-key", b"tm-a1")])
 
 
 def test_named_and_shared_tenant_values_are_the_documented_formula_literally():
