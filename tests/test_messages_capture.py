@@ -162,7 +162,7 @@ def test_json_never_raises_on_non_bytes() -> None:
     assert turns_from_json(None) == []  # type: ignore[arg-type]
 
 
-# --- SSE: the live recording of section 2.3 ----------------------------------------------------------
+# --- SSE: the live recording of docs/provider-rules.md section 6.3 ----------------------------------------------------------
 
 LIVE = (
     b'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-opus-4-7","id":"msg_01DgAEgLgB1ZhavZon4qGE1t",'

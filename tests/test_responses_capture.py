@@ -1,6 +1,6 @@
 """Tests for proxy.dialects.responses: the call item table and the capture of /v1/responses answers (JSON and SSE).
 
-The stream fixtures follow the live event sequence of the catalogue's section 1.4 (gpt-5.5): ``.added`` items in
+The stream fixtures follow the live event sequence of section 5.4 of docs/provider-rules.md (gpt-5.5): ``.added`` items in
 progress, argument/input deltas with ``obfuscation``, ``.done`` items complete, a reasoning blob that differs
 between ``.added``, ``.done`` and the terminal ``response.output``.
 """

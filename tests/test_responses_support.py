@@ -177,7 +177,7 @@ def test_each_rule_with_its_status_and_exact_text(rule: str, history: Any, statu
 
 
 def test_repairs_of_the_catalogue_are_accepted() -> None:
-    """Section 1.3: stripping ids cures RS-4/RS-7; a synthetic output cures RS-1; dropping resent items cures RS-9."""
+    """docs/provider-rules.md section 5.3: stripping ids cures RS-4/RS-7; a synthetic output cures RS-1; dropping resent items cures RS-9."""
     state = stored()
     assert first_violation(body(user(), fc("call_a"), fc("call_b"), out("call_a"), out("call_b")), state) is None
     assert first_violation(body(user(), rs(), fc("call_a"), out("call_a"), store=False), state) is None

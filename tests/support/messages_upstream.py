@@ -128,7 +128,7 @@ def _deltas(block: Block, pieces: int) -> list[dict[str, Any]]:
             out.append({"type": "signature_delta", "signature": block["signature"]})
         return out
     if kind in ("tool_use", "server_tool_use"):
-        # Claude opens with an empty piece, then the JSON text in pieces (the live recording of section 2.3).
+        # Claude opens with an empty piece, then the JSON text in pieces (the live recording of docs/provider-rules.md section 6.3).
         text = json.dumps(block["input"], ensure_ascii=False)
         return [{"type": "input_json_delta", "partial_json": ""}] + [
             {"type": "input_json_delta", "partial_json": piece} for piece in _split(text, pieces)

@@ -6,7 +6,7 @@ first one into ``(HTTP status, error body)``. Where a rule has no quoted text (t
 ``function_call`` and ``custom_tool_call``, RS-13's code, RS-15) the text is built from the same validator family
 and the check's docstring says "constructed".
 
-Two failure families (catalogue finding 1): *pairing* by ``call_id`` and *item identity*: an input item carrying a
+Two failure families (docs/provider-rules.md section 5): *pairing* by ``call_id`` and *item identity*: an input item carrying a
 server ``id`` is looked up in what the server stored, and a stored call or message needs its reasoning item.
 Identity needs the server's memory, so the checks take a :class:`ServerState` (the scripted upstream of
 ``responses_upstream`` fills one in as it answers). The checks see the *conversation*: with
@@ -55,7 +55,7 @@ __all__ = ["MAX_ID_LENGTH", "PROFILES", "ServerState", "Violation", "error_for",
 
 PROFILES = ("openai", "deepseek", "kimi")
 MAX_ID_LENGTH = 64  # RS-14
-# RS-12: the prefixes the catalogue quotes (msg, fc, rs) and the custom tool call's (section 1.1).
+# RS-12: the prefixes the catalogue quotes (msg, fc, rs) and the custom tool call's (docs/provider-rules.md section 5.1).
 ID_PREFIX = {"message": "msg", "function_call": "fc", "reasoning": "rs", "custom_tool_call": "ctc"}
 _ID_CHARS = re.compile(r"[A-Za-z0-9_-]+")
 _NOT_FOUND = frozenset({"RS-7", "RS-8"})
