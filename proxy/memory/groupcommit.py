@@ -10,7 +10,12 @@ One writer per process does the writes. It takes everything queued, writes it in
 script call, wakes the ``remember`` calls of that batch, and at once takes whatever queued meanwhile: no
 linger. A turn remembered on an idle store is written at once, and under load a batch grows by itself
 with the time a write takes, so the cost per write is shared by every answer that ended during the one
-before. Nobody waits for more than the batch in flight and its own.
+before. Nobody waits for more than the batch in flight and its own (below ``BATCH_LIMIT`` turns queued).
+
+A recall that misses in the store does not look again a moment later as if a peer could still be writing:
+another process's turn is in the store before its answer ended, so before any request that answers it can
+have been sent (unless the guard stopped waiting for a store slower than its bound, which then counts as
+down).
 
 Until its batch is written a turn is also held in a pending buffer that this process's ``recall`` reads
 first: this process sees it at once, even while the store is failing or slower than the guard lets an
