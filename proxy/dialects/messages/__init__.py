@@ -1,1 +1,44 @@
-"""The Anthropic Messages dialect (``POST /v1/messages``): content-block helpers and answer capture."""
+"""The Anthropic Messages API (``POST /v1/messages``): a history of user and assistant messages made of blocks.
+
+``blocks.py`` names the block types, ``capture.py`` reads answers into remembered turns (every block of an
+assistant message that calls a tool, thinking with its signature), ``view.py`` reads the messages into the
+engine's view and writes it back, ``check.py`` is the fast path, ``plan.py`` runs the structural rules and then
+the Messages rules of ``rules/``; ``profiles.py`` says which servers keep unsigned thinking, ``errors.py`` renders
+errors in Anthropic's shape and ``surrogates.py`` mends lone surrogates before a body is parsed (AM-21).
+"""
+
+from typing import Any
+
+from starlette.responses import Response
+
+from proxy.dialects.dialect import rejection
+from proxy.dialects.messages.capture import CAPTURE
+from proxy.dialects.messages.errors import anthropic_error
+from proxy.dialects.messages.plan import MessagesPlan, plan
+from proxy.dialects.messages.profiles import messages_profile
+from proxy.repair import Finding, Profile
+from proxy.turns import Dialect as DialectName
+
+
+class MessagesDialect:
+    name: DialectName = "messages"
+    path = "/messages"
+    history_key = "messages"
+    capture = CAPTURE
+    error = staticmethod(anthropic_error)
+
+    def profile(self, name: str) -> Profile:
+        return messages_profile(name)
+
+    def history_length(self, body: dict[str, Any]) -> int:
+        messages = body.get("messages")
+        return len(messages) if type(messages) is list else 0
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
+        return plan(body, profile)
+
+    def rejection(self, finding: Finding) -> Response:
+        return rejection(finding, anthropic_error, f"messages.{finding.index}", f"messages.{finding.index}")
+
+
+MESSAGES = MessagesDialect()

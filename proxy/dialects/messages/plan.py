@@ -1,0 +1,90 @@
+"""Planning and repairing a Messages request: the structural rules over the view, then the Messages rules.
+
+``plan`` runs the one-pass check; ``MessagesPlan.repair`` reads the messages into the neutral view (``view.py``),
+runs the structural rules every dialect shares (and TM501) with the remembered turns in hand, writes the view
+back into messages, runs the Messages rules over them (``rules/``, the profile's among them), and answers with
+the request body holding the new messages, without ``thinking`` when a rule turned it off for this request
+(TM510, policy ``drop``). Every finding names the position of the message as the client sent it.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.dialects.messages.check import inspect
+from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, thinking, tool_use_id
+from proxy.dialects.messages.view import read, view_turn, write
+from proxy.repair.context import Context, Recalled
+from proxy.repair.engine import Result
+from proxy.repair.findings import Policy
+from proxy.repair.profiles import Profile
+from proxy.repair.rule import RepairRule
+from proxy.repair.rules import (
+    duplicate_call_id,
+    duplicate_tool_result,
+    empty_history,
+    interleaved_message,
+    misplaced_tool_result,
+    orphan_tool_message,
+    split_parallel_turn,
+    tool_result_without_id,
+    unanswered_tool_call,
+)
+from proxy.turns import dialect_of
+
+#: The structural rules, in the order chat runs them (TM105 merges consecutive assistant messages that each hold
+#: part of the calls), then TM501 over every id they declared. TM208 is not run: no id length rule is known.
+VIEW_RULES: tuple[RepairRule, ...] = (
+    tool_result_without_id,
+    split_parallel_turn,
+    duplicate_call_id,
+    orphan_tool_message,
+    interleaved_message,
+    misplaced_tool_result,
+    duplicate_tool_result,
+    unanswered_tool_call,
+    tool_use_id,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesPlan:
+    body: dict[str, Any]
+    profile: Profile
+    recall: list[str]
+
+    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+        view = read(self.body["messages"])
+        turns = {key: turn for key, turn in recalled.items() if dialect_of(turn) == "messages"}
+        # The structural rules read remembered turns as they read the history: as the view.
+        remembered = {key: view_turn(turn) for key, turn in turns.items()}
+        ctx = Context(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
+        for phase in (VIEW_RULES, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, empty_history)):
+            for rule in phase:
+                rule.apply(ctx)
+                if ctx.rejected is not None:
+                    return Result(self.body, tuple(ctx.findings), ctx.rejected)
+            if phase is VIEW_RULES:
+                ctx.messages, ctx.recalled = write(ctx.messages, view), turns
+        if not ctx.findings:
+            return Result(self.body, ())
+        body = {**self.body, "messages": ctx.messages}
+        if thinking.turned_off(ctx.findings):
+            del body["thinking"]
+        return Result(body, tuple(ctx.findings))
+
+
+def _client_tools(tools: Any) -> list[dict[str, Any]]:
+    """The request's client tools as the structural rules read tools (chat's ``function`` shape), so that a call
+    synthesized for an orphan result is named after the only tool when there is one. Server tools (``type``
+    ``web_search_20250305``...) are left out: a ``tool_result`` never answers them."""
+    if type(tools) is not list:
+        return []
+    return [{"type": "function", "function": {"name": tool["name"]}} for tool in tools
+            if type(tool) is dict and type(tool.get("name")) is str and tool.get("type", "custom") == "custom"]
+
+
+def plan(body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
+    found = inspect(body, profile)
+    if not found.broken and not found.wanted:
+        return None
+    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)))

@@ -1,0 +1,49 @@
+"""What the thinking rules share: the request's thinking mode, and the assistant message it is judged on.
+
+Anthropic judges thinking on the assistant message of the turn in progress: the last one, when it ends the
+request (a prefill) or when the user messages after it start with a ``tool_result`` (the tool loop goes on).
+With manual thinking that message must start with a thinking block (AM-9); with thinking off it may not hold
+any (AM-11). A repair may turn thinking off for one request (AM-9, policy ``drop``): the rules after it judge
+the request as it will be sent.
+"""
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from proxy.dialects.messages.blocks import is_tool_result
+from proxy.dialects.messages.view import blocks_of, is_message
+from proxy.repair.context import Context
+from proxy.repair.findings import Finding
+
+Mode = Literal["enabled", "adaptive", "disabled"]
+
+#: The action of the finding that turned thinking off for the request (rule TM510): the plan drops ``thinking``.
+TURNED_OFF = "thinking-disabled"
+
+
+def requested(body: Any) -> Mode:
+    """``enabled`` (manual, with a budget), ``adaptive``, or ``disabled`` (absent or anything else too)."""
+    thinking = body.get("thinking") if isinstance(body, Mapping) else None
+    kind = thinking.get("type") if type(thinking) is dict else None
+    return "enabled" if kind == "enabled" else "adaptive" if kind == "adaptive" else "disabled"
+
+
+def turned_off(findings: Iterable[Finding]) -> bool:
+    return any(finding.action == TURNED_OFF for finding in findings)
+
+
+def mode(ctx: Context) -> Mode:
+    """The thinking mode the request will be sent with."""
+    return "disabled" if turned_off(ctx.findings) else requested(ctx.request)
+
+
+def current_assistant(messages: list[Any]) -> tuple[int, bool] | None:
+    """The position of the assistant message of the turn in progress, and whether tool results follow it; None
+    when a fresh user message ended that turn (or there is no assistant message)."""
+    last = next((n for n in range(len(messages) - 1, -1, -1) if is_message(messages[n]) and messages[n]["role"] == "assistant"), None)
+    if last is None:
+        return None
+    if last == len(messages) - 1:
+        return last, False
+    first = next((block for message in messages[last + 1 :] if is_message(message) for block in blocks_of(message)), None)
+    return (last, True) if is_tool_result(first) else None

@@ -1,0 +1,279 @@
+"""An Anthropic ``messages`` list read into the engine's neutral view, and the view written back into messages.
+
+The structural rules (``proxy/repair/rules``) read a chat-shaped history: assistant entries with
+``tool_calls``, ``tool`` entries with a ``tool_call_id``, anything else by its role. Here an assistant message
+is one assistant entry, with one call per ``tool_use`` block; each call carries the blocks that came before it
+since the previous ``tool_use`` (``BEFORE``: its thinking, its text), so that whatever the rules move or merge,
+the thinking travels with the call it produced. A user message is cut at its ``tool_result`` blocks: each one is
+a ``tool`` entry, each run of other blocks a ``user`` entry. So "text before the results" (AM-2) is, in the view,
+a user entry between a call turn and its results, which the shared interleaved rule (TM103) moves after them.
+Server tool blocks (``server_tool_use``, ``web_search_tool_result``...) are not client calls: they stay plain
+blocks. Every entry (and call) keeps what it stands for under ``NATIVE``, and ``origin`` tells the message it
+came from.
+
+Writing back groups consecutive entries of one side (assistant; user and tool) by the message they came from.
+A message whose blocks come back as the very objects read, in their order, is written as the client's own
+message object, so an untouched message (and the latest assistant message's thinking, AM-13) goes upstream
+exactly as sent; a changed one is a copy with new ``content``. What the rules made up is written as Anthropic
+blocks: a placeholder result is a ``tool_result`` with ``is_error: true`` (AM-1), a call synthesized for an
+orphan a ``tool_use`` with ``input: {}``; a renamed id goes into copies of both the ``tool_use`` and its
+``tool_result``. A turn recalled from memory comes back with its blocks byte for byte; attached to an assistant
+message the client kept, it adds only the blocks that message lacks, with every thinking block first (AM-10).
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.dialects.messages.blocks import TEXT, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_result, is_tool_use, tool_use_id_of
+from proxy.repair.history import Message
+from proxy.turns import Turn
+
+#: Key of a view entry holding the message it stands for (a ``tool`` entry: its ``tool_result`` block; a call:
+#: its ``tool_use`` block). Not a key any JSON client sends.
+NATIVE = "\x00native"
+#: Key of a call holding the blocks that came directly before its ``tool_use`` (thinking, text), which travel with it.
+BEFORE = "\x00before"
+#: Key of a call put back from memory: its blocks are the upstream's, and give way to equal blocks the client kept.
+RECALLED = "\x00recalled"
+#: Key of an assistant entry read from a message without ``tool_use``: its ``content`` stands before any call the
+#: rules attach to it (the client kept the text, dropped the calls). Otherwise ``content`` holds the blocks after
+#: the last call (AM-3), written after the calls.
+LEAD = "\x00lead"
+
+_USER_SIDE = ("user", "tool")
+
+
+@dataclass(slots=True)
+class View:
+    """The entries read from one ``messages`` list, and what writing them back needs.
+
+    ``entries`` is the list the rules edit; ``origin`` maps every entry and message (by identity) to the index
+    of its message in the request. ``read_blocks`` holds, per message, its blocks as read (a string content as
+    one text block), which tell an untouched message. ``kept`` holds every entry read, so that an entry a rule
+    drops stays alive and its identity is never reused by one the rules make (``origin`` is keyed by identity)."""
+
+    messages: list[Any]
+    entries: list[Message] = field(default_factory=list)
+    origin: dict[int, int] = field(default_factory=dict)
+    read_blocks: list[list[Any]] = field(default_factory=list)
+    kept: list[Message] = field(default_factory=list)
+
+
+def is_message(message: Any) -> bool:
+    """A message the view can read: a user or assistant message whose content is a string or a list."""
+    return (type(message) is dict and message.get("role") in ("user", "assistant")
+            and type(message.get("content")) in (str, list))
+
+
+def blocks_of(message: dict[str, Any]) -> list[Any]:
+    """A readable message's content as a list: a string is one text block."""
+    content = message["content"]
+    return [{"type": TEXT, "text": content}] if type(content) is str else content
+
+
+def view_call(block: dict[str, Any], before: list[Any]) -> dict[str, Any]:
+    """The chat-shaped call a ``tool_use`` block stands for: its id and name, the block, the blocks before it."""
+    name = block.get("name")
+    call: dict[str, Any] = {"id": tool_use_id_of(block), "type": "function",
+                            "function": {"name": name if type(name) is str else None, "arguments": "{}"}, NATIVE: block}
+    if before:
+        call[BEFORE] = before
+    return call
+
+
+def _assistant_entry(message: Any, blocks: list[Any]) -> Message:
+    calls: list[dict[str, Any]] = []
+    pending: list[Any] = []
+    for block in blocks:
+        if is_tool_use(block):
+            calls.append(view_call(block, pending))
+            pending = []
+        else:
+            pending.append(block)
+    entry: Message = {"role": "assistant", "content": pending or None, NATIVE: message}
+    if calls:
+        entry["tool_calls"] = calls
+    else:
+        entry[LEAD] = True
+    return entry
+
+
+def _user_entries(message: Any, blocks: list[Any]) -> list[Message]:
+    entries: list[Message] = []
+    run: list[Any] | None = None
+    for block in blocks:
+        if is_tool_result(block):
+            entry: Message = {"role": "tool", "content": block.get("content"), NATIVE: block}
+            if (cid := tool_use_id_of(block)) is not None:
+                entry["tool_call_id"] = cid
+            entries.append(entry)
+            run = None
+        elif run is None:
+            run = [block]
+            entries.append({"role": "user", "content": run, NATIVE: message})
+        else:
+            run.append(block)
+    return entries or [{"role": "user", "content": [], NATIVE: message}]
+
+
+def read(messages: list[Any]) -> View:
+    """The view of ``messages``. What is not a readable message becomes an entry of its own that no rule
+    pairs (role ``item``), written back as sent."""
+    view = View(messages)
+    for index, message in enumerate(messages):
+        view.origin[id(message)] = index
+        if not is_message(message):
+            view.read_blocks.append([])
+            entries: list[Message] = [{"role": "item", "content": None, NATIVE: message}]
+        else:
+            blocks = blocks_of(message)
+            view.read_blocks.append(blocks)
+            entries = [_assistant_entry(message, blocks)] if message["role"] == "assistant" else _user_entries(message, blocks)
+        for entry in entries:
+            view.origin[id(entry)] = index
+        view.entries.extend(entries)
+    view.kept.extend(view.entries)
+    return view
+
+
+def view_turn(turn: Turn) -> Turn:
+    """A remembered Messages turn as the rules read it: its calls, each with the blocks that came before it (thinking
+    with its signature, text), marked as recalled. Blocks after the last call (Claude sends none: AM-3) go with it."""
+    calls: list[dict[str, Any]] = []
+    before: list[Any] = []
+    for block in turn.get("blocks", ()):
+        if is_tool_use(block):
+            call = view_call(block, before)
+            call[RECALLED] = True
+            calls.append(call)
+            before = []
+        else:
+            before.append(block)
+    if before and calls:
+        calls[-1][BEFORE] = [*calls[-1].get(BEFORE, ()), *before]
+    return {"dialect": "messages", "tool_calls": calls, "content": None, "reasoning_content": None}
+
+
+def write(entries: Iterable[Message], view: View) -> list[Any]:
+    """The messages of ``entries`` (the view the rules left), in its order; copies are added to ``view.origin``."""
+    out: list[Any] = []
+    run: list[Message] = []
+    for entry in entries:
+        if run and _side(run[-1]) != _side(entry):
+            out.extend(_write_run(run, view))
+            run = []
+        run.append(entry)
+    if run:
+        out.extend(_write_run(run, view))
+    return out
+
+
+def _side(entry: Message) -> str | int:
+    """Entries of one side may share a message; an unreadable message stands alone (its identity is its side)."""
+    role = entry.get("role")
+    if role == "assistant":
+        return "assistant"
+    return "user" if role in _USER_SIDE else id(entry)
+
+
+def _write_run(run: list[Message], view: View) -> list[Any]:
+    """The messages of one side's run of entries: one per message they came from (made-up results join the next
+    message, first, else the last; made-up assistant entries are messages of their own), or one for the whole run
+    when a message's entries were scattered within it (a moved result between them)."""
+    if run[0].get("role") == "item":
+        return [run[0][NATIVE]]
+    assistant = run[0].get("role") == "assistant"
+    segments: list[tuple[int | None, list[Message]]] = []
+    waiting: list[Message] = []  # made-up results, for the next message of the run
+    for entry in run:
+        index = view.origin.get(id(entry)) if NATIVE in entry else None
+        if index is None and not assistant:
+            waiting.append(entry)
+        elif segments and index is not None and segments[-1][0] == index:
+            segments[-1][1].extend([*waiting, entry])
+            waiting = []
+        else:
+            segments.append((index, [*waiting, entry]))
+            waiting = []
+    if waiting:
+        if segments:
+            segments[-1][1].extend(waiting)
+        else:
+            segments.append((None, waiting))
+    indexes = [index for index, _ in segments if index is not None]
+    if len(indexes) != len(set(indexes)):
+        segments = [(indexes[0], run)]
+    return [_message(index, entries, assistant, view) for index, entries in segments]
+
+
+def _message(index: int | None, entries: list[Message], assistant: bool, view: View) -> dict[str, Any]:
+    blocks = _assistant_blocks(entries) if assistant else [block for entry in entries for block in _user_blocks(entry)]
+    if index is None:
+        return {"role": "assistant" if assistant else "user", "content": blocks}
+    read = view.read_blocks[index]
+    if len(blocks) == len(read) and all(a is b for a, b in zip(blocks, read, strict=True)):
+        return view.messages[index]  # untouched: the client's own object
+    message = {**view.messages[index], "content": blocks}
+    view.origin[id(message)] = index
+    return message
+
+
+def _user_blocks(entry: Message) -> list[Any]:
+    if entry.get("role") == "user":
+        return list(entry["content"])
+    native = entry.get(NATIVE)
+    cid = entry.get("tool_call_id")
+    if native is None:  # a result the rules made up for an unanswered call (AM-1)
+        return [{"type": TOOL_RESULT, "tool_use_id": cid, "content": entry.get("content"), "is_error": True}]
+    changes: dict[str, Any] = {}
+    if cid != tool_use_id_of(native):
+        changes["tool_use_id"] = cid
+    if entry.get("content") is not native.get("content"):
+        changes["content"] = entry.get("content")
+    return [{**native, **changes} if changes else native]
+
+
+def _calls(entry: Message) -> list[dict[str, Any]]:
+    calls = entry.get("tool_calls")
+    return [call for call in calls if type(call) is dict] if type(calls) is list else []
+
+
+def _call_block(call: dict[str, Any]) -> dict[str, Any]:
+    native = call.get(NATIVE)
+    if native is None:  # synthesized for an orphan result: nothing is known of its input
+        function = call.get("function")
+        name = function.get("name") if type(function) is dict else None
+        return {"type": TOOL_USE, "id": call.get("id"), "name": name, "input": {}}
+    if call.get("id") != tool_use_id_of(native):
+        return {**native, "id": call.get("id")}
+    return native
+
+
+def _assistant_blocks(entries: list[Message]) -> list[Any]:
+    """The blocks of one assistant message: each call after the blocks that came before it, then the blocks after
+    the last call; a kept message's own blocks before the calls attached to it. With calls from memory, a block of
+    theirs equal to one the client kept is left out, and thinking comes first, the calls last (AM-10, AM-3)."""
+    own: list[Any] = []
+    remembered: list[Any] = []  # blocks from memory, by identity, that may give way to the client's
+    blocks: list[Any] = []
+    for entry in entries:
+        lead = entry.get(LEAD) is True
+        content = list(entry.get("content") or ())
+        if lead:
+            blocks.extend(content)
+        for call in _calls(entry):
+            before = list(call.get(BEFORE, ()))
+            (remembered if call.get(RECALLED) else own).extend(before)
+            blocks.extend(before)
+            blocks.append(_call_block(call))
+        if not lead:
+            blocks.extend(content)
+        own.extend(content)  # a made-up entry has none: its calls' blocks are all it holds
+    if not remembered:
+        return blocks
+    recalled = {id(block) for block in remembered}
+    kept = [block for block in own if id(block) not in recalled]
+    blocks = [block for block in blocks if id(block) not in recalled or block not in kept]
+    return ([b for b in blocks if is_thinking(b)] + [b for b in blocks if not is_thinking(b) and not is_tool_use(b)]
+            + [b for b in blocks if is_tool_use(b)])
