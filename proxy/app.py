@@ -56,7 +56,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             return UpstreamRoute(forward, chosen, prefix, model, tenancy)
 
         memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries),
-                              report=metrics.memory_health)
+                              report=metrics.memory_health, counted=metrics.memory_recalls)
         app.state.proxy = ProxyState(
             settings=settings,
             router=Router(route(settings.upstream, settings.profile, settings.upstream_api_key),

@@ -45,6 +45,10 @@ class Metrics:
             "toolmend_capture_abandoned", "Answers relayed without remembering their calls: larger than --max-capture-bytes; "
             "by kind of answer (json, stream).", ["reason"], registry=r)
 
+    def memory_recalls(self, backend: str, result: str, ids: int) -> None:
+        """``GuardedStore``'s count of every recall: how many call ids were hits, misses or errors."""
+        self.recalls.labels(backend, result).inc(ids)
+
     def memory_health(self, backend: str, up: bool) -> None:
         """``GuardedStore``'s report: at start and on every change of its store's availability."""
         self.memory_up.labels(backend).set(1 if up else 0)

@@ -118,6 +118,18 @@ async def test_a_slow_recall_counts_as_a_failure() -> None:
     await memory.close()  # also stops the probe
 
 
+async def test_every_recall_is_counted_by_the_guard_as_hits_misses_or_errors() -> None:
+    store, seen = FlakyStore(), []
+    memory = GuardedStore(store, counted=lambda backend, result, ids: seen.append((backend, result, ids)))
+    await memory.remember("t", [make_turn([{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}])])
+    await memory.recall("t", ["call_1", "call_2", "call_3"])
+    store.broken = True
+    await memory.recall("t", ["call_1", "call_2"])  # fails: the store goes down
+    await memory.recall("t", ["call_1"])  # skipped while down
+    assert seen == [("flaky", "hit", 1), ("flaky", "miss", 2), ("flaky", "error", 2), ("flaky", "error", 1)]
+    await memory.close()
+
+
 async def test_a_remember_slower_than_its_bound_returns_at_the_bound_and_counts_as_a_failure(caplog) -> None:
     # The answer whose end waits on it goes out: a store that never answers delays it by the bound, no more.
     store = FlakyStore()

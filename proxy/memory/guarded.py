@@ -43,7 +43,8 @@ REMEMBER_TIMEOUT = RECALL_TIMEOUT
 
 class GuardedStore:
     def __init__(self, store: Store, recall_timeout: float = RECALL_TIMEOUT, backoff: Backoff | None = None,
-                 report: Callable[[str, bool], None] | None = None, remember_timeout: float = REMEMBER_TIMEOUT) -> None:
+                 report: Callable[[str, bool], None] | None = None, remember_timeout: float = REMEMBER_TIMEOUT,
+                 counted: Callable[[str, str, int], None] | None = None) -> None:
         self.store = store
         self.backend = store.backend
         self.recall_timeout = recall_timeout
@@ -55,12 +56,24 @@ class GuardedStore:
         self._probe: asyncio.Task[None] | None = None
         self._report = report or (lambda backend, up: None)
         self._report(self.backend, True)
+        self._counted = counted or (lambda backend, result, ids: None)
 
     @property
     def available(self) -> bool:
         return self._down_since is None
 
     async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
+        """The remembered turns of ``ids`` (none while the store is down); ``counted`` hears how many ids were
+        found (``hit``), not found (``miss``), or not looked up because the store failed or is down (``error``)."""
+        found = await self._recall(tenant, ids)
+        if self.available:
+            self._counted(self.backend, "hit", len(found))
+            self._counted(self.backend, "miss", len(ids) - len(found))
+        else:
+            self._counted(self.backend, "error", len(ids))
+        return found
+
+    async def _recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         if self._down_since is not None:
             self.skipped += 1
             return {}
