@@ -47,9 +47,12 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         kind_of_content = type(content)
         if role == "assistant":
             broken = broken or bool(waiting) or content == ""  # AM-1 (no user message after the calls), AM-17
-            waiting, answered, leading, last = set(), set(), True, position
+            waiting, answered, leading = set(), set(), True
+            if kind_of_content is str:
+                last = position
             if kind_of_content is not list:
                 continue
+            last = position
             calls = False
             thinking_first = bool(content) and type(content[0]) is dict and content[0].get("type") in THINKING_TYPES
             for block in content:

@@ -82,7 +82,17 @@ def view_call(block: dict[str, Any], before: list[Any]) -> dict[str, Any]:
     return call
 
 
-def _assistant_entry(message: Any, blocks: list[Any]) -> Message:
+def _assistant_entries(message: Any, blocks: list[Any]) -> list[Message]:
+    """One entry, or two when the message calls tools and opens with thinking: that thinking opens a new answer of
+    the model, so it is an entry of its own (without calls) and no rule merges the message into the turn before
+    it (TM105 would join two answers' thinking in one message, which Anthropic refuses in the latest, AM-13)."""
+    opening = 0
+    while opening < len(blocks) and is_thinking(blocks[opening]):
+        opening += 1
+    lead: list[Message] = []
+    if opening and any(is_tool_use(block) for block in blocks):
+        lead = [{"role": "assistant", "content": blocks[:opening], NATIVE: message, LEAD: True}]
+        blocks = blocks[opening:]
     calls: list[dict[str, Any]] = []
     pending: list[Any] = []
     for block in blocks:
@@ -96,7 +106,7 @@ def _assistant_entry(message: Any, blocks: list[Any]) -> Message:
         entry["tool_calls"] = calls
     else:
         entry[LEAD] = True
-    return entry
+    return [*lead, entry]
 
 
 def _user_entries(message: Any, blocks: list[Any]) -> list[Message]:
@@ -129,7 +139,7 @@ def read(messages: list[Any]) -> View:
         else:
             blocks = blocks_of(message)
             view.read_blocks.append(blocks)
-            entries = [_assistant_entry(message, blocks)] if message["role"] == "assistant" else _user_entries(message, blocks)
+            entries = _assistant_entries(message, blocks) if message["role"] == "assistant" else _user_entries(message, blocks)
         for entry in entries:
             view.origin[id(entry)] = index
         view.entries.extend(entries)
