@@ -41,7 +41,6 @@ async def measure(recalls: int, down: float, cpus: str) -> dict[str, float]:
     port = free_port()
     redis = start_redis(port, cpus)
     store = RedisStore(f"redis://127.0.0.1:{port}/0", ttl_seconds=60, max_entries=1000)
-    store.peer_grace = 0  # a miss here is the point, not a peer still writing
     guarded = GuardedStore(store)
     try:
         assert await guarded.ready()
