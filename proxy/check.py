@@ -1,7 +1,10 @@
-"""``toolmend check``: lint chat-completions request bodies offline, with the same engine the proxy runs.
+"""``toolmend check``: lint request bodies offline, with the same engine the proxy runs.
 
-Input: a request body, a bare message list, or JSON Lines of either. Exit status: 0 when everything is
-clean, 1 when something needs repair (or would be rejected), 2 when the input cannot be read.
+Input: a request body, a bare history list, or JSON Lines of either; each document is read by a dialect:
+Chat Completions (``messages``) or the Responses API (``input``), as ``--api`` says, or per document by its
+shape (``auto``: a body with ``messages`` or a bare list is chat, a body with ``input`` is Responses).
+Exit status: 0 when everything is clean, 1 when something needs repair (or would be rejected), 2 when the
+input cannot be read.
 """
 
 import sys
@@ -11,10 +14,15 @@ from typing import Any, TextIO
 
 import orjson
 
-from proxy.repair import Policy, Result, repair
-from proxy.repair.catalog import all_rules
+from proxy.dialects import CHAT, RESPONSES, Dialect
+from proxy.dialects.responses.rules import ITEM_RULES
+from proxy.repair import Policy, Result
+from proxy.repair.catalog import all_rules, describe
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import calls_by_source, summarize_calls
+
+#: ``--api``: the dialect that reads every document, or ``auto`` (by each document's shape).
+APIS: dict[str, Dialect] = {"chat": CHAT, "responses": RESPONSES}
 
 
 class Unreadable(Exception):
@@ -26,11 +34,12 @@ class Document:
     number: int  # 1-based position in a JSON Lines file; 1 for a single document
     value: Any
     bare_list: bool
+    dialect: Dialect = CHAT
 
 
-def read_documents(text: str, source: str) -> list[Document]:
+def read_documents(text: str, source: str, api: str = "auto") -> list[Document]:
     try:
-        return [_document(1, orjson.loads(text))]
+        return [_document(1, orjson.loads(text), api)]
     except orjson.JSONDecodeError as whole_error:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2 or not _parses(lines[0][1]):
@@ -38,7 +47,7 @@ def read_documents(text: str, source: str) -> list[Document]:
     documents = []
     for number, line in lines:
         try:
-            documents.append(_document(number, orjson.loads(line)))
+            documents.append(_document(number, orjson.loads(line), api))
         except orjson.JSONDecodeError as exc:
             raise Unreadable(f"{source}:{number}:{exc.colno}: invalid JSON on this line: {exc.msg}") from None
     return documents
@@ -52,28 +61,49 @@ def _parses(line: str) -> bool:
     return True
 
 
-def _document(number: int, value: Any) -> Document:
+def _document(number: int, value: Any, api: str) -> Document:
+    dialect = APIS.get(api) or _shape_of(number, value)
     if type(value) is list:
-        return Document(number, {"messages": value}, bare_list=True)
-    if type(value) is dict and "messages" in value:
-        return Document(number, value, bare_list=False)
+        return Document(number, {dialect.history_key: value}, bare_list=True, dialect=dialect)
+    if type(value) is dict and dialect.history_key in value:
+        return Document(number, value, bare_list=False, dialect=dialect)
+    if dialect is RESPONSES:
+        raise Unreadable(f"document {number}: expected a Responses body with 'input' or a list of input items")
     raise Unreadable(f"document {number}: expected a chat-completions body with 'messages' or a list of messages")
 
 
-def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: str, profile: str, policy: Policy) -> int:
+def _shape_of(number: int, value: Any) -> Dialect:
+    """``--api auto``: a body with ``input`` (and no ``messages``) is a Responses body; a body with ``messages``
+    and a bare list are chat."""
+    if type(value) is dict and "input" in value and "messages" not in value:
+        return RESPONSES
+    if type(value) is list or (type(value) is dict and "messages" in value):
+        return CHAT
+    raise Unreadable(f"document {number}: expected a chat-completions body with 'messages', a Responses body with 'input', "
+                     "or a list of messages")
+
+
+def check_document(doc: Document, profile: str, policy: Policy) -> Result:
+    """What the proxy would do to the document, with nothing in memory: its dialect's plan, repaired."""
+    planned = doc.dialect.plan(doc.value, doc.dialect.profile(profile))
+    return Result(doc.value, ()) if planned is None else planned.repair({}, policy)
+
+
+def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: str, profile: str, policy: Policy,
+        api: str = "auto") -> int:
     try:
         text = stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        documents = read_documents(text, "<stdin>" if source == "-" else source)
+        documents = read_documents(text, "<stdin>" if source == "-" else source, api)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"toolmend check: cannot read {source}: {exc}", file=sys.stderr)
         return 2
     except Unreadable as exc:
         print(f"toolmend check: {exc}", file=sys.stderr)
         return 2
-    results = [(doc, repair(doc.value, profile=profile, policy=policy)) for doc in documents]
+    results = [(doc, check_document(doc, profile, policy)) for doc in documents]
     if fix:
         for doc, result in results:
-            body = result.body["messages"] if doc.bare_list else result.body
+            body = result.body[doc.dialect.history_key] if doc.bare_list else result.body
             try:
                 stdout.write(orjson.dumps(body, option=0 if len(documents) > 1 else orjson.OPT_INDENT_2).decode() + "\n")
             except orjson.JSONEncodeError:
@@ -89,7 +119,7 @@ def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: st
 
 def _print_table(results: list[tuple[Document, Result]], several: bool, out: TextIO) -> None:
     rows = [
-        ((f"{doc.number}:" if several else "") + f"messages[{f.index}]", f"{f.code} {f.name}", f.action, f.detail)
+        ((f"{doc.number}:" if several else "") + f"{doc.dialect.history_key}[{f.index}]", f"{f.code} {f.name}", f.action, f.detail)
         for doc, result in results
         for f in result.findings
     ]
@@ -109,8 +139,11 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
 
 
 def list_rules(out: TextIO) -> int:
+    """Every rule: the chat rules (the structural ones run on every dialect's history), then the Responses API's own."""
     for doc in all_rules():
         scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
+    for doc in (describe(rule) for rule in ITEM_RULES):
+        out.write(f"{doc.code}  {doc.name} [api: responses]  ({', '.join(doc.answers)})\n    {doc.summary}\n")
     return 0
 

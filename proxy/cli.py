@@ -29,8 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             serve.add_argument(option.flag, dest=option.name, default=None, help=described)
 
-    check = commands.add_parser("check", help="lint chat-completions request bodies")
-    check.add_argument("file", nargs="?", default="-", help="a request body, a message list, or JSON Lines; - for stdin")
+    check = commands.add_parser("check", help="lint chat-completions and Responses API request bodies")
+    check.add_argument("file", nargs="?", default="-", help="a request body, a message or input item list, or JSON Lines; - for stdin")
+    check.add_argument("--api", choices=("auto", "chat", "responses"), default="auto",
+                       help="how to read each document: chat (messages), responses (input), or auto by its shape (a bare list is chat)")
     check.add_argument("--fix", action="store_true", help="print the repaired JSON instead of the findings")
     check.add_argument("--format", choices=("table", "json"), default="table", help="how to print findings")
     check.add_argument("--policy", choices=ORPHAN_POLICIES, default="synthesize", help="what to do with unknown orphan tool results")
@@ -43,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.list_rules:
             return checking.list_rules(sys.stdout)
-        return checking.run(args.file, sys.stdin, sys.stdout, args.fix, args.format, args.profile, Policy(orphans=args.policy))
+        return checking.run(args.file, sys.stdin, sys.stdout, args.fix, args.format, args.profile, Policy(orphans=args.policy), args.api)
     try:
         settings = load(vars(args))
     except ConfigError as exc:

@@ -211,3 +211,89 @@ def test_profile_flag_runs_that_profiles_rules(tmp_path, capsys, profile, code):
         assert status == 0
     else:
         assert status == 1 and code in out
+
+
+# --------------------------------------------------------------------------------------------------
+# the Responses API (--api responses, or auto by the body's shape)
+# --------------------------------------------------------------------------------------------------
+
+RS_CALL = {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"}
+RS_CLEAN = {"model": "gpt-5.5", "input": [{"role": "user", "content": "hi"}, RS_CALL,
+                                          {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]}
+RS_BROKEN = {"model": "gpt-5.5", "store": False, "input": [
+    {"role": "user", "content": "hi"},
+    {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"},
+    {**RS_CALL, "id": "fc_1"},  # unanswered, and an id under store: false
+    {"type": "custom_tool_call_output", "call_id": "call_9", "output": "patched"},  # an orphan
+]}
+
+
+def test_a_responses_body_is_read_as_one_by_its_shape(tmp_path, capsys):
+    code, out, err = check(capsys, write(tmp_path, orjson.dumps(RS_BROKEN).decode()))
+    rows = [line.split()[:3] for line in out.splitlines() if line.startswith("input[")]
+    assert (code, err) == (1, "")
+    assert rows == [["input[3]", "TM101", "orphan-tool-message"], ["input[1]", "TM104", "unanswered-tool-call"],
+                    ["input[1]", "TM407", "unstored-ids"], ["input[2]", "TM407", "unstored-ids"]]
+    assert "4 finding(s) in 1 of 1 document(s)" in out and "calls re-inserted: recalled=0,synthesized=1" in out.splitlines()
+    assert check(capsys, write(tmp_path, orjson.dumps(RS_CLEAN).decode()))[:2] == (0, "clean: 1 document(s), nothing to repair\n")
+
+
+def test_responses_fix_prints_a_body_the_strict_server_accepts(tmp_path, capsys):
+    from tests.support.responses_validator import violations
+
+    assert violations(RS_BROKEN)
+    code, out, _ = check(capsys, "--api", "responses", "--fix", write(tmp_path, orjson.dumps(RS_BROKEN).decode()))
+    fixed = orjson.loads(out)
+    assert code == 1 and violations(fixed) == []
+    assert [item.get("type", "message") for item in fixed["input"]] == [
+        "message", "reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output"]
+    assert fixed["input"][1] == {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-opaque"}  # its id gone, its content kept
+    assert check(capsys, write(tmp_path, out, "fixed.json"))[0] == 0
+
+
+def test_a_bare_list_is_chat_unless_the_api_says_responses(tmp_path, capsys):
+    items = write(tmp_path, orjson.dumps(RS_BROKEN["input"]).decode())
+    code, out, _ = check(capsys, "--format", "json", items)
+    assert code == 1 and {row["code"] for row in orjson.loads(out)} == {"TM200"}  # items are no chat messages
+    code, out, _ = check(capsys, "--api", "responses", "--fix", items)
+    fixed = orjson.loads(out)
+    assert code == 1 and isinstance(fixed, list) and len(fixed) == 6
+
+
+def test_json_lines_mixing_both_apis_reads_each_document_by_its_shape(tmp_path, capsys):
+    lines = "\n".join(orjson.dumps(body).decode() for body in (ORPHAN, RS_BROKEN, CLEAN, RS_CLEAN)) + "\n"
+    code, out, _ = check(capsys, "--format", "json", write(tmp_path, lines, "h.jsonl"))
+    rows = orjson.loads(out)
+    assert code == 1
+    assert [(r["document"], r["code"]) for r in rows] == [(1, "TM101"), (2, "TM101"), (2, "TM104"), (2, "TM407"), (2, "TM407")]
+    _, table, _ = check(capsys, write(tmp_path, lines, "h.jsonl"))
+    assert any(line.startswith("1:messages[1]") for line in table.splitlines())
+    assert any(line.startswith("2:input[3]") for line in table.splitlines())
+
+
+@pytest.mark.parametrize(("api", "body", "expected"), [
+    ("chat", RS_CLEAN, "expected a chat-completions body with 'messages'"),
+    ("responses", CLEAN, "expected a Responses body with 'input'"),
+    ("auto", {"model": "m"}, "expected a chat-completions body with 'messages', a Responses body with 'input'"),
+])
+def test_a_body_the_api_cannot_read_exits_2(tmp_path, capsys, api, body, expected):
+    code, out, err = check(capsys, "--api", api, write(tmp_path, orjson.dumps(body).decode()))
+    assert (code, out) == (2, "") and err.startswith(f"toolmend check: document 1: {expected}") and err.count("\n") == 1
+
+
+def test_the_profile_says_where_responses_outputs_may_stand(tmp_path, capsys):
+    note = {"role": "developer", "content": "hook: tests passed"}
+    body = {"input": [{"role": "user", "content": "hi"}, RS_CALL, note, {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]}
+    path = write(tmp_path, orjson.dumps(body).decode())
+    assert check(capsys, path)[0] == 0  # OpenAI takes an item between a call and its output
+    code, out, _ = check(capsys, "--profile", "deepseek", "--fix", path)
+    assert code == 1 and orjson.loads(out)["input"][2:] == [*body["input"][3:], note]
+
+
+def test_list_rules_lists_the_responses_rules_too(capsys):
+    assert main(["check", "--list-rules"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    for code in ("TM401", "TM402", "TM403", "TM404", "TM405", "TM406", "TM407"):
+        [line] = [line for line in out if line.startswith(code + " ")]
+        assert "[api: responses]" in line
+    assert out[-2].startswith("TM407  unstored-ids [api: responses]  (RS-7, RS-19)")
