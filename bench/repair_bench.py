@@ -3,6 +3,9 @@
 Reports microseconds per call and the ratio to ``orjson.loads`` of the same body, measured in the same
 run (the baseline every request pays anyway). Targets (issue #2): checking a valid 200-message history
 costs no more than parsing it (ratio <= 1.0); repairing a broken 2,000-message history takes < 10 ms.
+The same for the Responses API (``POST /v1/responses``): the clean check of a valid 2,000-item input
+(reasoning, parallel function and custom calls with server ids, outputs, messages) and the repair of a
+broken one, with what the proxy would have remembered of the answers.
 
     python bench/repair_bench.py [--repeat 7]
 """
@@ -20,7 +23,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.repair import get_profile, needs_repair, repair  # noqa: E402
+from proxy.dialects import RESPONSES  # noqa: E402
+from proxy.dialects.responses.capture import turns_from_json  # noqa: E402
+from proxy.repair import Policy, get_profile, needs_repair, repair  # noqa: E402
+from proxy.turns import Turn  # noqa: E402
 
 TOOLS = ["weather", "time", "search", "read_file"]
 
@@ -79,6 +85,73 @@ def broken_history(size: int, rng: random.Random) -> tuple[list[dict], dict]:
     return messages, remembered
 
 
+def item_id(prefix: str, rng: random.Random) -> str:
+    return prefix + "".join(rng.choices("0123456789abcdef", k=50))
+
+
+def reasoning(rng: random.Random) -> dict:
+    return {"id": item_id("rs_", rng), "type": "reasoning", "summary": [], "encrypted_content": "gAAAAA" + "e" * rng.randint(200, 600)}
+
+
+def valid_items(size: int, rng: random.Random) -> tuple[list[dict], list[list[dict]]]:
+    """A stored reasoning-model agent loop as the client replays it (every item with its server id): user, a
+    response of reasoning and 1-3 parallel calls (function calls first, then custom ones), their outputs,
+    a response of reasoning and a message; repeated while whole episodes fit, then user messages up to ``size``.
+    Also each response with calls as the server sent it."""
+    items: list[dict] = [{"role": "developer", "content": "You are a helpful agent. " * 8}]
+    answers: list[list[dict]] = []
+    while True:
+        calls = []
+        for n in range(rng.randint(1, 3)):
+            if n and rng.random() < 0.3:
+                calls.append({"id": item_id("ctc_", rng), "type": "custom_tool_call", "status": "completed", "call_id": call_id(rng),
+                              "name": "apply_patch", "input": "*** Begin Patch\n" + "p" * rng.randint(20, 200)})
+            else:
+                calls.append({"id": item_id("fc_", rng), "type": "function_call", "status": "completed", "call_id": call_id(rng),
+                              "name": rng.choice(TOOLS), "arguments": orjson.dumps({"q": "y" * rng.randint(5, 60), "n": rng.randint(1, 9)}).decode()})
+        # Function calls first: one after a custom call is taken for a call without reasoning, and a valid input
+        # would need a look in memory (TM405, tests/test_responses_properties.py BUG-R1).
+        calls.sort(key=lambda call: call["type"] != "function_call")
+        answer = [reasoning(rng), *calls]
+        outputs = [{"type": "custom_tool_call_output" if c["type"] == "custom_tool_call" else "function_call_output", "call_id": c["call_id"],
+                    "output": "result " + "z" * rng.randint(50, 400)} for c in calls]
+        message = {"id": item_id("msg_", rng), "type": "message", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "annotations": [], "text": "Here is what I found: " + "w" * rng.randint(30, 300)}]}
+        episode = [{"role": "user", "content": "Please look this up for me: " + "x" * rng.randint(20, 200)}, *answer, *outputs, reasoning(rng), message]
+        if len(items) + len(episode) > size:
+            break
+        answers.append(answer)
+        items += episode
+    items += [{"role": "user", "content": f"And {n}?"} for n in range(size - len(items))]
+    return items, answers
+
+
+def broken_items(size: int, rng: random.Random) -> tuple[list[dict], dict[str, Turn]]:
+    """A valid Responses input broken the catalogue's ways, several times each, and what the proxy remembered."""
+    items, answers = valid_items(size, rng)
+    remembered: dict[str, Turn] = {}
+    for n, answer in reversed(list(enumerate(answers))):  # back to front: edits keep earlier positions valid
+        start = items.index(answer[0])
+        end = start + len(answer)
+        defect = n % 6
+        if defect == 0:  # the client dropped the reasoning and the calls; the proxy remembers them
+            for turn in turns_from_json(orjson.dumps({"object": "response", "id": item_id("resp_", rng), "output": answer})):
+                remembered.update(dict.fromkeys(turn.get("ids", []), turn))
+            del items[start:end]
+        elif defect == 1 and end < len(items):  # an interrupted tool: its output lost
+            del items[end]
+        elif defect == 2:  # the same reasoning item twice (RS-9)
+            items.insert(start, dict(items[start]))
+        elif defect == 3:  # a gateway's id on a call (RS-12)
+            items[start + 1] = {**items[start + 1], "id": "item_" + items[start + 1]["id"][3:]}
+        elif defect == 4 and end < len(items):  # a hook's note between the calls and their outputs
+            items.insert(end, {"role": "developer", "content": "Reminder: be brief."})
+        elif defect == 5 and end < len(items):  # an output stored before its call
+            items.insert(start, items.pop(end))
+    items.append(reasoning(rng))  # a response cut off after its reasoning (RS-6)
+    return items, remembered
+
+
 def per_call_us(fn: Callable[[], object], repeat: int, minimum_seconds: float = 0.2) -> float:
     """Median over ``repeat`` rounds of the mean time per call, each round at least ``minimum_seconds``."""
     loops = 1
@@ -129,6 +202,44 @@ def main() -> None:
     print(f"broken history: 2,000 messages, {len(broken_bytes):,} bytes, {len(outcome.findings)} findings {codes}")
     print(f"  orjson.loads          {parse_broken:9.1f} us")
     print(f"  repair                {fix_broken:9.1f} us   ratio to parse {fix_broken / parse_broken:5.2f}  ({fix_broken / 1000:.2f} ms, target < 10 ms)")
+    responses(rng, args.repeat)
+
+
+def responses(rng: random.Random, repeat: int) -> None:
+    """The Responses API lines: the clean check of a valid input, the repair of a broken one."""
+    profile, policy = RESPONSES.profile("openai"), Policy()
+    valid_bytes = orjson.dumps({"model": "gpt-5.5", "input": valid_items(2000, rng)[0]})
+    parsed_valid = orjson.loads(valid_bytes)
+    assert RESPONSES.plan(parsed_valid, profile) is None, "the valid input must need no plan"
+    parse_valid = per_call_us(lambda: orjson.loads(valid_bytes), repeat)
+    check_valid = per_call_us(lambda: RESPONSES.plan(parsed_valid, profile), repeat)
+
+    items, remembered = broken_items(2000, rng)
+    broken_bytes = orjson.dumps({"model": "gpt-5.5", "input": items})
+    parsed_broken = orjson.loads(broken_bytes)
+    planned = RESPONSES.plan(parsed_broken, profile)
+    assert planned is not None
+    recalled = {key: remembered[key] for key in planned.recall if key in remembered}  # what the store answers
+
+    def plan_and_repair() -> object:
+        plan = RESPONSES.plan(parsed_broken, profile)
+        assert plan is not None
+        return plan.repair(recalled, policy)
+
+    outcome = planned.repair(recalled, policy)
+    assert orjson.loads(broken_bytes) == parsed_broken, "the repair must not change its input"
+    codes: dict[str, int] = {}
+    for finding in outcome.findings:
+        codes[finding.code] = codes.get(finding.code, 0) + 1
+    parse_broken = per_call_us(lambda: orjson.loads(broken_bytes), repeat)
+    fix_broken = per_call_us(plan_and_repair, repeat)
+
+    print(f"valid Responses input:  2,000 items, {len(valid_bytes):,} bytes")
+    print(f"  orjson.loads          {parse_valid:9.1f} us")
+    print(f"  plan (clean check)    {check_valid:9.1f} us   ratio to parse {check_valid / parse_valid:5.2f}  (target <= 1.0)")
+    print(f"broken Responses input: {len(items):,} items, {len(broken_bytes):,} bytes, {len(outcome.findings)} findings {codes}")
+    print(f"  orjson.loads          {parse_broken:9.1f} us")
+    print(f"  plan + repair         {fix_broken:9.1f} us   ratio to parse {fix_broken / parse_broken:5.2f}  ({fix_broken / 1000:.2f} ms, target < 10 ms)")
 
 
 if __name__ == "__main__":
