@@ -78,12 +78,13 @@ def endpoint(dialect: Dialect) -> Handler:
             route, path = state.router.by_target(request.scope["raw_path"], query)
             # Refused before the body is read when no route the model could pick would admit this client.
             state.access.check(headers, query, state.router.reachable(route))
-            body, parsed = await _read_request(request, dialect, state.settings)
+            body, parsed, mended = await _read_request(request, dialect, state.settings)
             route = state.router.by_model(route, parsed.get("model"))
             state.access.check(headers, query, (route,))
             scope = memory_scope(route.tenant(headers, query), dialect)
             line.tenant, line.profile = scope[:8], route.profile.name
-            outgoing, extra_headers = await _repair_request(state, dialect, dialect.profile(route.profile.name), scope, body, parsed, line)
+            outgoing, extra_headers = await _repair_request(state, dialect, dialect.profile(route.profile.name), scope, body, parsed,
+                                                            mended, line)
             answer = await _forward(request, state, dialect, route, path, outgoing, line)
         except Refused as refused:
             return refused.response
@@ -108,8 +109,9 @@ def memory_scope(tenant: str, dialect: Dialect) -> str:
     return tenant if dialect.name == "chat" else f"{tenant}/{dialect.name}"
 
 
-async def _read_request(request: Request, dialect: Dialect, settings: Settings) -> tuple[bytes, dict]:
-    """The body as sent and parsed, within the size, time and history-length limits."""
+async def _read_request(request: Request, dialect: Dialect, settings: Settings) -> tuple[bytes, dict, Counter[str]]:
+    """The body as sent and parsed, within the size, time and history-length limits; or, where the dialect
+    mends a body the parser refused (``Dialect.mend``), the mended body and what was mended, by rule code."""
     error = dialect.error
     try:
         body = await read_body(request, settings.max_body_bytes)  # in time: limits.BodyDeadline
@@ -118,10 +120,18 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
                             code="request_too_large")) from None
     except ClientDisconnect:
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
+    mended: Counter[str] = Counter()
     try:
         parsed = _parse(body)
     except orjson.JSONDecodeError as exc:
-        raise Refused(error(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")) from None
+        fixed = dialect.mend(body, exc)
+        if fixed is None:
+            raise Refused(error(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")) from None
+        body, mended = fixed
+        try:
+            parsed = _parse(body)
+        except orjson.JSONDecodeError as still:
+            raise Refused(error(400, f"We could not parse the JSON body of your request: {still}", code="invalid_json")) from None
     if type(parsed) is not dict:
         raise Refused(error(400, "The request body must be a JSON object.", code="invalid_json"))
     length = dialect.history_length(parsed)
@@ -129,27 +139,37 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
         raise Refused(error(
             400, f"`{dialect.history_key}` has {length} entries; this proxy accepts at most {settings.max_messages} (--max-messages).",
             param=dialect.history_key, code="too_many_messages"))
-    return body, parsed
+    return body, parsed, mended
 
 
 async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
-                          line: RequestLine) -> tuple[bytes, list[tuple[bytes, bytes]]]:
-    """What to send upstream: the client's own bytes, or the repaired body (with the header saying so).
+                          mended: Counter[str], line: RequestLine) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """What to send upstream: the client's own bytes (or the bytes as mended before parsing), or the repaired
+    body, with the header saying what was done.
 
     The engine's work on a large body runs in a thread so that other clients are not kept waiting: the
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds."""
     run = _in_thread if len(body) > LARGE_BODY_BYTES else _inline
     planned = await run(dialect.plan, parsed, profile)
-    if planned is None:
-        return body, []
-    recalled = await state.store.recall(scope, planned.recall) if planned.recall else {}
-    result, outgoing, counts, calls = await run(_repaired, planned, recalled, state.policy)
-    if result.rejected is not None:
-        raise Refused(dialect.rejection(result.rejected))
-    if not result.changed:
-        return body, []
+    outgoing: bytes | None = body
+    counts: Counter[str] = Counter()
+    calls: Counter[CallSource] = Counter()
+    if planned is not None:
+        recalled = await state.store.recall(scope, planned.recall) if planned.recall else {}
+        result, repaired, counts, calls = await run(_repaired, planned, recalled, state.policy)
+        if result.rejected is not None:
+            raise Refused(dialect.rejection(result.rejected))
+        if result.changed:
+            outgoing = repaired
     if outgoing is None:
         raise Refused(dialect.error(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
+    if not (mended or counts):
+        return body, []
+    return outgoing, _reported(state, profile, mended + counts, calls, line)
+
+
+def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: Counter[CallSource], line: RequestLine) -> list[tuple[bytes, bytes]]:
+    """What was repaired, counted by rule code, on the log line, in the metrics and in the response headers."""
     line.repairs = summarize(counts)
     for code, count in counts.items():
         state.metrics.repairs.labels(code, profile.name).inc(count)
@@ -159,7 +179,7 @@ async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile,
         for source, count in calls.items():
             state.metrics.calls_reinserted.labels(source, profile.name).inc(count)
         headers.append((CALLS_HEADER, line.calls.encode()))
-    return outgoing, headers
+    return headers
 
 
 async def _forward(request: Request, state: ProxyState, dialect: Dialect, route: UpstreamRoute, path: bytes, outgoing: bytes,

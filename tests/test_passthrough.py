@@ -67,8 +67,6 @@ async def test_get_on_chat_completions_is_a_plain_pass_through(upstream):
 # a result whose call is gone (what TM101 repairs in a chat completion), in the API's own format; it must reach
 # the upstream as the client's bytes, and the streamed answer must come back unchanged.
 UNREPAIRED_APIS = {
-    "/messages": b'{"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": true, "messages": [{"role": "user",'
-                 b' "content": [{"type": "tool_result", "tool_use_id": "toolu_gone", "content": "18C"}]}]}',
     "/models/gemini-2.5-pro:streamGenerateContent": b'{"contents": [{"role": "user", "parts": [{"functionResponse":'
                                                     b' {"name": "weather", "response": {"t": "18C"}}}]}]}',
 }

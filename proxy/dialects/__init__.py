@@ -7,9 +7,10 @@ rules are shared.
 
 from proxy.dialects.chat import CHAT
 from proxy.dialects.dialect import Dialect
+from proxy.dialects.messages import MESSAGES
 from proxy.dialects.responses import RESPONSES
 
 #: Every repaired endpoint, by dialect.
-DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES)
+DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES, MESSAGES)
 
-__all__ = ["CHAT", "DIALECTS", "RESPONSES", "Dialect"]
+__all__ = ["CHAT", "DIALECTS", "MESSAGES", "RESPONSES", "Dialect"]

@@ -7,8 +7,10 @@ JSON), how its answers are captured into remembered turns, which profiles it kno
 errors. The structural rules themselves are written once, over the neutral view (``proxy/repair/``).
 """
 
+from collections import Counter
 from typing import Any, Protocol
 
+import orjson
 from starlette.responses import Response
 
 from proxy.dialects.capture import Capture
@@ -71,6 +73,11 @@ class Dialect(Protocol):
 
     def rejection(self, finding: Finding) -> Response:
         """The answer to a request the policy refuses to repair, naming the rule and the position."""
+        ...
+
+    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
+        """A body the JSON parser refused, mended where the protocol has a known fix (Messages: lone surrogates,
+        AM-21), with what was mended by rule code; None to refuse it as invalid JSON."""
         ...
 
 

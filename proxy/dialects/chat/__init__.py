@@ -6,6 +6,7 @@ of ``proxy/repair/profiles.py``, its answers are captured by ``capture.py`` and 
 
 from typing import Any
 
+import orjson
 from starlette.responses import Response
 
 from proxy.dialects.chat.capture import CAPTURE
@@ -34,6 +35,9 @@ class ChatDialect:
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, error_response, f"messages[{finding.index}]", f"messages.[{finding.index}]")
+
+    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> None:
+        return None  # invalid JSON is the client's to fix: OpenAI refuses it too
 
 
 CHAT = ChatDialect()

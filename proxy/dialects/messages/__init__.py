@@ -7,11 +7,14 @@ the Messages rules of ``rules/``; ``profiles.py`` says which servers keep unsign
 errors in Anthropic's shape and ``surrogates.py`` mends lone surrogates before a body is parsed (AM-21).
 """
 
+from collections import Counter
 from typing import Any
 
+import orjson
 from starlette.responses import Response
 
 from proxy.dialects.dialect import rejection
+from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
 from proxy.dialects.messages.plan import MessagesPlan, plan
@@ -39,6 +42,14 @@ class MessagesDialect:
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, anthropic_error, f"messages.{finding.index}", f"messages.{finding.index}")
+
+    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
+        """Lone surrogates (a tool output cut inside an emoji) become U+FFFD; Anthropic refuses them (AM-21)."""
+        mended = surrogates.mend(body) if "surrogate" in str(error) else None
+        if mended is None:
+            return None
+        fixed, count = mended
+        return fixed, Counter({surrogates.RULE.code: count})
 
 
 MESSAGES = MessagesDialect()

@@ -8,6 +8,7 @@ Responses rules of ``rules/``; ``profiles.py`` says where outputs must stand. Er
 
 from typing import Any
 
+import orjson
 from starlette.responses import Response
 
 from proxy.dialects.dialect import rejection
@@ -38,6 +39,9 @@ class ResponsesDialect:
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, error_response, f"input[{finding.index}]", f"input[{finding.index}]")
+
+    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> None:
+        return None  # invalid JSON is the client's to fix: OpenAI refuses it too
 
 
 RESPONSES = ResponsesDialect()
