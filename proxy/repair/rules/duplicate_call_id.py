@@ -2,7 +2,7 @@ r"""A call id declared more than once in the request (models reuse ids; Kimi's r
 
 Anthropic, Mistral and MiniMax reject duplicates. Each later declaration is renamed deterministically
 (``<id>_2``, ``<id>_3``...) and the tool messages that follow it with that id are renamed the same way,
-in encounter order. Answers S4, AN-3, MI-3, MM-2, KI-5.
+in encounter order. Answers S4, AN-3, MI-3, MM-2, KI-5, RS-23, AM-6.
 
 Bad:
     {"role": "user", "content": "Two lookups"}
@@ -22,7 +22,7 @@ from proxy.repair.context import Context
 from proxy.repair.history import call_id, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM107", "duplicate-call-id", ("S4", "AN-3", "MI-3", "MM-2", "KI-5"))
+RULE = Rule("TM107", "duplicate-call-id", ("S4", "AN-3", "MI-3", "MM-2", "KI-5", "RS-23", "AM-6"))
 
 
 def apply(ctx: Context) -> None:

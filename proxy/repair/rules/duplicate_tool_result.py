@@ -3,7 +3,7 @@ retried tool, a replayed block).
 
 Kimi, Mistral and LiteLLM's pre-flight check reject it. One result is kept: a real result wins over an
 empty or placeholder one; identical results keep the first; two different real results are merged into
-the first, joined by a blank line, so neither is lost. Answers S5, MI-3, KI-3.
+the first, joined by a blank line, so neither is lost. Answers S5, MI-3, KI-3, AM-5.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -21,7 +21,7 @@ from proxy.repair.context import Context
 from proxy.repair.history import Message, is_tool, result_id
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM108", "duplicate-tool-result", ("S5", "MI-3", "KI-3"))
+RULE = Rule("TM108", "duplicate-tool-result", ("S5", "MI-3", "KI-3", "AM-5"))
 
 
 def apply(ctx: Context) -> None:

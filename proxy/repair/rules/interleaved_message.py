@@ -2,7 +2,9 @@ r"""A user, system or developer message between a call turn and its results (fra
 notes, reminders, images).
 
 Strict providers want the results right after the call. The interleaved messages move, unchanged and in
-their order, to just after the last result of the block. Answers S1, OAI-2, AZ-1, QW-5, MM-1.
+their order, to just after the last result of the block. Answers S1, OAI-2, AZ-1, QW-5, MM-1, RS-17 (DeepSeek's
+Responses API), AM-2 (text before the results of a user message). Profiles whose results may stand anywhere
+after their call (OpenAI's Responses API) skip it.
 
 Bad:
     {"role": "user", "content": "Weather in Paris and Rome?"}
@@ -22,7 +24,7 @@ from proxy.repair.context import Context
 from proxy.repair.history import declared_ids, is_call_turn
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1"))
+RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1", "RS-17", "AM-2"))
 
 
 def apply(ctx: Context) -> None:

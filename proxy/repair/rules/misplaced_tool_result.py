@@ -2,7 +2,9 @@ r"""A tool result that sits outside its call's block: before the call, after a l
 turn's block (persistence races, snapshot merges).
 
 The result moves to the end of the block of the assistant message that declares its id.
-Answers S1, S2, OAI-1, AN-2, MM-1.
+Answers S1, S2, OAI-1, AN-2, MM-1, and over the dialects' views RS-3 (an output before its call) and AM-2.
+Where the profile lets results stand anywhere after their call (``Profile.adjacent_results`` False: OpenAI's
+Responses API) only results before their call move.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -20,7 +22,7 @@ from proxy.repair.context import Context
 from proxy.repair.history import Message, declared_ids, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-1"))
+RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-1", "RS-3", "AM-2"))
 
 
 def apply(ctx: Context) -> None:

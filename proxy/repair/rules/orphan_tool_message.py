@@ -8,7 +8,9 @@ an assistant message without ``tool_calls`` (the client kept the text), the call
 When a kept assistant message still declares some calls of the turn, its missing calls are restored.
 When nothing is remembered the orphan policy decides: ``synthesize`` a minimal call (name from the tool
 message's ``name``, else the request's only tool, else ``unknown_tool``; arguments ``{}``), ``drop`` the
-result, or ``reject`` the request. Answers S2, OAI-1, AZ-1, DS-1, QW-1, KI-1, AN-2, GE-1, VL-8.
+result, or ``reject`` the request. Answers S2, OAI-1, AZ-1, DS-1, QW-1, KI-1, AN-2, GE-1, VL-8; over the
+Responses view RS-3 (the call comes back with the reasoning item it came with), over the Messages view AM-4
+(the ``tool_use`` goes back into the assistant message before the result, thinking first).
 
 Bad:
     {"role": "user", "content": "Weather in Paris?"}
@@ -31,7 +33,7 @@ from proxy.repair.history import Message, call_id, declared_ids, is_assistant, i
 from proxy.repair.rule import Rule
 from proxy.turns import Turn, call_ids
 
-RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-1", "KI-1", "AN-2", "GE-1", "VL-8"))
+RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-1", "KI-1", "AN-2", "GE-1", "VL-8", "RS-3", "AM-4"))
 
 
 def apply(ctx: Context) -> None:

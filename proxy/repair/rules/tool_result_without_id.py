@@ -2,7 +2,7 @@ r"""A tool message without ``tool_call_id``: every strict provider requires it.
 
 When the message's ``name`` matches exactly one call of the request that has no result yet, it answers
 that call. Otherwise it gets a deterministic id of its own and the orphan rule (TM101) decides.
-Answers OAI-3, AZ-5, GR-3, MI-4 ("Tool call id has to be defined").
+Answers OAI-3, AZ-5, GR-3, MI-4 ("Tool call id has to be defined"), RS-15 (an output without ``call_id``).
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -18,7 +18,7 @@ from proxy.repair.context import Context, stable_id
 from proxy.repair.history import call_id, call_name, each_call, is_tool, result_id
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM106", "tool-result-without-id", ("OAI-3", "AZ-5", "GR-3", "MI-4"))
+RULE = Rule("TM106", "tool-result-without-id", ("OAI-3", "AZ-5", "GR-3", "MI-4", "RS-15"))
 
 
 def apply(ctx: Context) -> None:

@@ -3,7 +3,9 @@ a history that ends with the call).
 
 Every strict provider rejects it. A tool message with the call's id and the policy's placeholder text
 (saying plainly that nothing ran) is added at the end of the block; a result is never invented.
-Answers S3, OAI-2, AZ-1, DS-2, QW-2, KI-2, AN-1, GE-2, MI-2.
+Answers S3, OAI-2, AZ-1, DS-2, QW-2, KI-2, AN-1, GE-2, MI-2; RS-1, RS-2 and RS-18 (the Responses view writes an
+output of the call's family), AM-1 (the Messages view writes an ``is_error`` ``tool_result`` first in the next
+user message).
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -20,7 +22,7 @@ from proxy.repair.context import Context
 from proxy.repair.history import Message, block_end, declared_ids, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2"))
+RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2", "RS-1", "RS-2", "RS-18", "AM-1"))
 
 
 def apply(ctx: Context) -> None:
