@@ -63,7 +63,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
                           tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes)),
             access=Access(settings.client_keys, settings.require_client_key),
             store=memory,
-            policy=Policy(orphans=settings.orphan_policy),
+            policy=Policy(orphans=settings.orphan_policy, thinking=settings.thinking_policy),
             metrics=metrics,
         )
         await _announce_memory(memory, settings, given=store is not None)

@@ -19,6 +19,7 @@ from proxy.memory import check_url as check_memory_url
 from proxy.memory import default_url as default_memory_url
 from proxy.memory import redact as redact_memory_url
 from proxy.repair import ORPHAN_POLICIES, PROFILES, OrphanPolicy
+from proxy.repair.findings import THINKING_POLICIES, ThinkingPolicy
 from proxy.routes import RouteError, RouteSpec, load_routes
 from proxy.tenant import TENANT_SCOPES, NamedTenant
 
@@ -67,6 +68,7 @@ SERVE_OPTIONS = (
     Option("workers", 1, "worker processes", int),
     Option("profile", "auto", f"provider profile: auto (from the upstream's host), {', '.join(sorted(PROFILES))}"),
     Option("orphan_policy", "synthesize", f"unknown orphan tool results: {', '.join(ORPHAN_POLICIES)}"),
+    Option("thinking_policy", "drop", f"Anthropic thinking a repaired history needs but memory lacks: {', '.join(THINKING_POLICIES)}"),
     Option("memory", "sqlite://$XDG_STATE_HOME/toolmend/memory.db",
            "tool-call memory store URL: sqlite:///path/file.db, redis://host:port/db, rediss://..., memory://"),
     Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),
@@ -100,6 +102,7 @@ class Settings:
     workers: int = 1
     profile: str = "auto"
     orphan_policy: OrphanPolicy = "synthesize"  # read as text; _check refuses any other
+    thinking_policy: ThinkingPolicy = "drop"  # likewise
     memory: str = "memory://"
     memory_ttl: float = 86400.0
     memory_max_entries: int = 100_000
@@ -180,6 +183,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--profile {s.profile!r} is unknown; choose auto or one of: {', '.join(sorted(PROFILES))}")
     if s.orphan_policy not in ORPHAN_POLICIES:
         raise ConfigError(f"--orphan-policy {s.orphan_policy!r} is unknown; choose one of: {', '.join(ORPHAN_POLICIES)}")
+    if s.thinking_policy not in THINKING_POLICIES:
+        raise ConfigError(f"--thinking-policy {s.thinking_policy!r} is unknown; choose one of: {', '.join(THINKING_POLICIES)}")
     try:
         check_memory_url(s.memory)
     except ValueError as exc:

@@ -23,9 +23,10 @@ def test_defaults():
 
 def test_environment_beats_default_and_is_converted():
     env = {"TOOLMEND_PORT": "9000", "TOOLMEND_MEMORY_TTL": "2.5", "TOOLMEND_UPSTREAM": "http://up:1/v1",
-           "TOOLMEND_ORPHAN_POLICY": "drop", "TOOLMEND_MAX_BODY_BYTES": "2048", "TOOLMEND_LOG_LEVEL": "debug"}
+           "TOOLMEND_ORPHAN_POLICY": "drop", "TOOLMEND_MAX_BODY_BYTES": "2048", "TOOLMEND_LOG_LEVEL": "debug",
+           "TOOLMEND_THINKING_POLICY": "reject"}
     settings = load(flags(), env)
-    assert (settings.port, settings.memory_ttl, settings.upstream) == (9000, 2.5, "http://up:1/v1")
+    assert (settings.port, settings.memory_ttl, settings.upstream, settings.thinking_policy) == (9000, 2.5, "http://up:1/v1", "reject")
     assert (settings.orphan_policy, settings.max_body_bytes, settings.log_level) == ("drop", 2048, "debug")
 
 
@@ -59,6 +60,7 @@ BAD_FLAGS = [
     ("workers", "two", "--workers"),
     ("profile", "nope", "--profile"),
     ("orphan_policy", "keep", "--orphan-policy"),
+    ("thinking_policy", "invent", "--thinking-policy"),
     ("memory", "mongodb://localhost", "--memory"),
     ("memory", "no-scheme", "--memory"),
     ("memory", "redis://localhost:port/0", "--memory"),
