@@ -14,13 +14,13 @@ strict scripted reasoning-model upstream (``tests/support/responses_upstream.py`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from agents import Agent, Runner, function_tool, handoff
+from agents import Agent, RunConfig, Runner, function_tool, handoff
 from agents.extensions.handoff_filters import remove_all_tools
 from openai.types.responses import EasyInputMessageParam, Response
 
@@ -84,8 +84,17 @@ def rejecting_proxy(upstream: tuple[str, ResponsesRecorder]) -> Iterator[str]:
 
 
 @pytest.fixture
-def wire() -> Wire:
-    return Wire()
+def wire() -> Iterator[Wire]:
+    recording = Wire()
+    yield recording
+    recording.close()
+
+
+@pytest.fixture
+async def async_wire() -> AsyncIterator[Wire]:
+    recording = Wire()
+    yield recording
+    await recording.aclose()
 
 
 def user(text: str) -> dict[str, Any]:
@@ -101,8 +110,8 @@ def kept(response: Response, *, ids: bool = True) -> list[dict[str, Any]]:
 def refused_directly(upstream_url: str, rec: ResponsesRecorder, message: str, **request: Any) -> int:
     """The premise of a repair test: sent straight to the upstream, the request is refused with ``message``.
     Answers how many refusals the upstream has recorded, so a test can tell that none came after."""
-    direct = openai.OpenAI(base_url=upstream_url + "/v1", api_key="sk-direct", max_retries=0)
-    with pytest.raises(openai.BadRequestError) as refused:
+    with openai.OpenAI(base_url=upstream_url + "/v1", api_key="sk-direct", max_retries=0) as direct, \
+            pytest.raises(openai.BadRequestError) as refused:
         direct.responses.create(**request)
     assert isinstance(refused.value.body, dict) and refused.value.body["message"] == message
     return len(rec.rejections)
@@ -318,20 +327,20 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
-async def test_agents_sdk_multi_turn_run_with_function_tools_goes_through_untouched(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:
-    config = run_config(wire.async_client(proxy + "/v1", "sk-agents-clean"))
+async def test_agents_sdk_multi_turn_run_with_function_tools_goes_through_untouched(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
+    config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-clean"))
     agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)
     first = await Runner.run(agent, "Weather and time in Paris?", run_config=config)
     assert first.final_output == "Received 2 tool outputs."
     second = await Runner.run(agent, [*first.to_input_list(), EasyInputMessageParam(role="user", content="And in Tokyo?")], run_config=config)
     assert second.final_output == "Received 2 tool outputs."
     assert rec.rejections == [] and len(rec.requests) == 4
-    assert_untouched(wire, rec)
+    assert_untouched(async_wire, rec)
     arrived_as_emitted(rec.last, rec.emitted_turns, exact_bytes=False)  # the SDK replays every turn itself, in its own encoding
 
 
-async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:
-    config = run_config(wire.async_client(proxy + "/v1", "sk-agents-session"))
+async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
+    config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-session"))
     agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)
     session = ForgetfulSession("forgets-calls", forgets={"function_call"})
     for question in ("Weather and time in Paris?", "And in Tokyo?", "And in Lima?"):
@@ -340,7 +349,7 @@ async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(pro
     assert rec.rejections == [] and len(rec.requests) == 6
     # Each run's first request reads the session: the calls of every earlier run come back from memory, and the
     # reasoning the session kept (now before the outputs) is the second copy of what memory put back (TM403).
-    firsts = wire.exchanges[2::2]
+    firsts = async_wire.exchanges[2::2]
     assert [(e.headers["x-toolmend-repairs"], e.headers["x-toolmend-calls"]) for e in firsts] == [
         ("TM101=1,TM403=1", "recalled=2,synthesized=0"), ("TM101=2,TM403=2", "recalled=4,synthesized=0")]
     arrived_as_emitted(rec.requests[4], rec.emitted_turns[:2])
@@ -352,8 +361,8 @@ async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(pro
     "RS-5 is not repaired: a session that keeps neither calls nor reasoning replays the assistant message "
     "msg_... of a [reasoning, message] response without its reasoning; toolmend forwards its id and the server "
     "answers 400 \"Item 'msg_...' of type 'message' was provided without its required 'reasoning' item\""))
-async def test_agents_sdk_session_that_forgets_calls_and_reasoning(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:
-    config = run_config(wire.async_client(proxy + "/v1", "sk-agents-session-rs"))
+async def test_agents_sdk_session_that_forgets_calls_and_reasoning(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
+    config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-session-rs"))
     agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)
     session = ForgetfulSession("forgets-calls-and-reasoning", forgets={"function_call", "reasoning"})
     for question in ("Weather and time in Paris?", "And in Tokyo?"):
@@ -362,20 +371,20 @@ async def test_agents_sdk_session_that_forgets_calls_and_reasoning(proxy: str, r
     assert rec.rejections == []
 
 
-def _handoff_rig(wire: Wire, proxy: str, key: str, input_filter: Any) -> tuple[Agent, Any]:
+def _handoff_rig(wire: Wire, proxy: str, key: str, input_filter: Any) -> tuple[Agent, RunConfig]:
     specialist = Agent(name="specialist", instructions="Answer from what you were handed.", model=MODEL)
     triage = Agent(name="triage", instructions="Check the weather, then hand off.", tools=[weather], model=MODEL,
                    handoffs=[handoff(specialist, input_filter=input_filter)])
     return triage, run_config(wire.async_client(proxy + "/v1", key))
 
 
-async def test_agents_sdk_handoff_with_remove_all_tools_needs_nothing(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:
-    triage, config = _handoff_rig(wire, proxy, "sk-handoff-sdk-filter", remove_all_tools)
+async def test_agents_sdk_handoff_with_remove_all_tools_needs_nothing(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
+    triage, config = _handoff_rig(async_wire, proxy, "sk-handoff-sdk-filter", remove_all_tools)
     result = await Runner.run(triage, "Weather in Paris, then the specialist", run_config=config)
     assert (result.last_agent.name, result.final_output) == ("specialist", "Hello from the responses upstream.")
     assert [item.get("type", "message") for item in rec.last.json["input"]] == ["message"]  # only the user's question
     assert rec.rejections == []
-    assert_untouched(wire, rec)
+    assert_untouched(async_wire, rec)
 
 
 def _filter_id(input_filter: Any) -> str:
@@ -383,9 +392,9 @@ def _filter_id(input_filter: Any) -> str:
 
 
 @pytest.mark.parametrize("input_filter", [keep_only_outputs, without_reasoning], ids=_filter_id)
-async def test_agents_sdk_handoff_whose_filter_removes_tool_items(proxy: str, rec: ResponsesRecorder, wire: Wire,
+async def test_agents_sdk_handoff_whose_filter_removes_tool_items(proxy: str, rec: ResponsesRecorder, async_wire: Wire,
                                                                   input_filter: Any) -> None:
-    triage, config = _handoff_rig(wire, proxy, f"sk-handoff-{input_filter.__name__}", input_filter)
+    triage, config = _handoff_rig(async_wire, proxy, f"sk-handoff-{input_filter.__name__}", input_filter)
     result = await Runner.run(triage, "Weather in Paris, then the specialist", run_config=config)
     # The scripted model calls weather and transfer_to_specialist in parallel; the specialist sees both outputs.
     assert (result.last_agent.name, result.final_output) == ("specialist", "Received 2 tool outputs.")
@@ -393,23 +402,23 @@ async def test_agents_sdk_handoff_whose_filter_removes_tool_items(proxy: str, re
     [emitted] = rec.emitted_turns
     assert [item.get("name") for item in emitted[1:]] == ["weather", "transfer_to_specialist"]
     if input_filter is keep_only_outputs:  # the calls and their reasoning came back from memory, exactly
-        assert (wire.last.headers["x-toolmend-repairs"], wire.last.headers["x-toolmend-calls"]) == ("TM101=1", "recalled=2,synthesized=0")
+        assert (async_wire.last.headers["x-toolmend-repairs"], async_wire.last.headers["x-toolmend-calls"]) == ("TM101=1", "recalled=2,synthesized=0")
         arrived_as_emitted(rec.last, [emitted])
     else:  # the calls are the SDK's own, but their stored ids need the reasoning: the ids go (RS-4)
-        assert wire.last.headers["x-toolmend-repairs"] == "TM405=2" and "x-toolmend-calls" not in wire.last.headers
+        assert async_wire.last.headers["x-toolmend-repairs"] == "TM405=2" and "x-toolmend-calls" not in async_wire.last.headers
         calls = [item for item in rec.last.json["input"] if item.get("type") == "function_call"]
         assert calls == [{key: value for key, value in item.items() if key != "id"} for item in emitted[1:]]
 
 
-async def test_agents_sdk_abandoned_tool_approval_gets_a_placeholder(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:
-    config = run_config(wire.async_client(proxy + "/v1", "sk-agents-approval"))
+async def test_agents_sdk_abandoned_tool_approval_gets_a_placeholder(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
+    config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-approval"))
     agent = Agent(name="janitor", instructions="Clean up.", tools=[weather, delete_file], model=MODEL)
     paused = await Runner.run(agent, "Delete old.log and check the weather", run_config=config)
     [pending] = paused.interruptions  # weather ran; delete_file waits for an approval that never comes
     abandoned = pending.call_id
     # The user moves on: a new run from the history as it stands, the pending call unanswered (RS-1).
     moved_on = await Runner.run(agent, [*paused.to_input_list(), EasyInputMessageParam(role="user", content="Never mind, just the weather")], run_config=config)
-    assert wire.last.headers["x-toolmend-repairs"] == "TM104=1"
+    assert async_wire.last.headers["x-toolmend-repairs"] == "TM104=1"
     assert {"type": "function_call_output", "call_id": abandoned, "output": DEFAULT_PLACEHOLDER} in rec.last.json["input"]
     # This time the user approves, and the run completes.
     state = moved_on.to_state()

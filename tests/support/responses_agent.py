@@ -47,9 +47,12 @@ class Exchange:
 
 @dataclass
 class Wire:
-    """Every exchange of the clients it made, in order."""
+    """Every exchange of the clients it made, in order. ``close`` closes the synchronous clients it made,
+    ``aclose`` the asynchronous ones (in the event loop they ran in)."""
 
     exchanges: list[Exchange] = field(default_factory=list)
+    clients: list[openai.OpenAI] = field(default_factory=list)
+    async_clients: list[openai.AsyncOpenAI] = field(default_factory=list)
 
     @property
     def last(self) -> Exchange:
@@ -61,14 +64,24 @@ class Wire:
 
     def client(self, base_url: str, api_key: str, **options: Any) -> openai.OpenAI:
         http = openai.DefaultHttpxClient(event_hooks={"response": [self._record]})
-        return openai.OpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0, **options)
+        self.clients.append(openai.OpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0, **options))
+        return self.clients[-1]
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+
+    async def aclose(self) -> None:
+        for client in self.async_clients:
+            await client.close()
 
     def async_client(self, base_url: str, api_key: str, **options: Any) -> openai.AsyncOpenAI:
         async def record(response: Any) -> None:
             self._record(response)
 
         http = openai.DefaultAsyncHttpxClient(event_hooks={"response": [record]})
-        return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0, **options)
+        self.async_clients.append(openai.AsyncOpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0, **options))
+        return self.async_clients[-1]
 
 
 def ask(client: openai.OpenAI, mode: Mode, **request: Any) -> Response:
