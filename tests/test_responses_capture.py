@@ -38,7 +38,9 @@ def response(output: list[Any], **extra: Any) -> dict[str, Any]:
 
 
 def turn(items: list[dict[str, Any]], response_id: str | None = RESP_ID) -> dict[str, Any]:
+    """The remembered turn: recalled by its calls' ids, then its assistant messages' ids, then the response id."""
     ids = [item["call_id"] for item in items if item["type"] in CALL_TYPES]
+    ids += [item["id"] for item in items if item["type"] == "message" and item.get("role") == "assistant"]
     return {"dialect": "responses", "ids": ids + ([response_id] if response_id else []), "response_id": response_id,
             "items": items}
 
@@ -75,7 +77,7 @@ def test_json_keeps_every_output_item_in_order_exactly() -> None:
     turns = turns_from_json(orjson.dumps(response(output)))
     assert turns == [turn(output)]
     assert [list(item) for item in turns[0]["items"]] == [list(item) for item in output]
-    assert turns[0]["ids"] == [CALL["call_id"], CUSTOM["call_id"], RESP_ID]
+    assert turns[0]["ids"] == [CALL["call_id"], CUSTOM["call_id"], MESSAGE["id"], RESP_ID]
 
 
 @pytest.mark.parametrize("call_type", sorted(CALL_TYPES))
@@ -84,8 +86,11 @@ def test_json_every_call_family_makes_a_turn(call_type: str) -> None:
     assert turns_from_json(orjson.dumps(response([REASONING, call]))) == [turn([REASONING, call])]
 
 
-def test_json_answers_without_calls_are_not_remembered() -> None:
-    assert turns_from_json(orjson.dumps(response([REASONING, MESSAGE]))) == []
+def test_json_answers_without_calls_are_remembered_only_for_a_message_made_with_reasoning() -> None:
+    # A message's reasoning can be dropped by a filter (RS-5): memory must know the message had some.
+    assert turns_from_json(orjson.dumps(response([REASONING, MESSAGE]))) == [turn([REASONING, MESSAGE])]
+    assert turns_from_json(orjson.dumps(response([MESSAGE]))) == []
+    assert turns_from_json(orjson.dumps(response([REASONING]))) == []
     assert turns_from_json(orjson.dumps(response([]))) == []
     # An output item in an answer (a server-run tool) is not a call.
     assert turns_from_json(orjson.dumps(response([{"type": "function_call_output", "call_id": "c", "output": ""}]))) == []
@@ -302,11 +307,13 @@ def test_sse_turns_are_copies() -> None:
     assert reader.turns() == EXPECTED
 
 
-def test_sse_text_only_stream_has_no_turn() -> None:
-    events = [opening("response.created"), *streamed(REASONING, 0), *streamed(MESSAGE, 1),
-              ev("response.completed", response=response([REASONING, MESSAGE]))]
-    reader = capture(sse(events))
-    assert reader.turns() == [] and reader.finished
+def test_sse_text_stream_is_remembered_only_when_made_with_reasoning() -> None:
+    reasoned = [opening("response.created"), *streamed(REASONING, 0), *streamed(MESSAGE, 1),
+                ev("response.completed", response=response([REASONING, MESSAGE]))]
+    reader = capture(sse(reasoned))
+    assert reader.turns() == [turn([REASONING, MESSAGE])] and reader.finished
+    plain = [opening("response.created"), *streamed(MESSAGE, 0), ev("response.completed", response=response([MESSAGE]))]
+    assert capture(sse(plain)).turns() == []
     assert CAPTURE.stream(None).turns() == []
 
 
@@ -333,6 +340,13 @@ def output_items(draw: st.DrawFn) -> list[dict[str, Any]]:
     return out
 
 
+def remembered(items: list[dict[str, Any]]) -> bool:
+    """What capture keeps: an answer with a call, or an assistant message with an id made with reasoning."""
+    reasoned = any(item["type"] == "reasoning" for item in items)
+    message = any(item["type"] == "message" and item.get("role") == "assistant" and item.get("id") for item in items)
+    return any(is_call(item) for item in items) or (reasoned and message)
+
+
 @st.composite
 def streams(draw: st.DrawFn) -> tuple[list[bytes], list[dict[str, Any]]]:
     items = draw(output_items())
@@ -357,4 +371,4 @@ def test_sse_roundtrip_property(case: tuple[list[bytes], list[dict[str, Any]]]) 
     chunks, items = case
     reader = capture(*chunks)
     assert reader.finished
-    assert reader.turns() == ([turn(items)] if any(is_call(item) for item in items) else [])
+    assert reader.turns() == ([turn(items)] if remembered(items) else [])

@@ -174,9 +174,6 @@ def test_a_loop_that_keeps_everything_arrives_byte_identical(proxy: str, rec: Re
     assert_untouched(wire, rec)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG-R1 (tests/test_responses_properties.py): a function_call after a custom_tool_call of the same response is "
-    "taken for a call without reasoning (TM405), so a valid replay loses that call's id and is no longer the client's bytes"))
 def test_a_loop_that_keeps_everything_with_its_custom_tool_first(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:
     client = wire.client(proxy + "/v1", "sk-faithful-custom-first")
     history: list[dict[str, Any]] = [user("Patch, then check the weather")]
@@ -357,10 +354,6 @@ async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(pro
     arrived_as_emitted(rec.last, rec.emitted_turns[2:], exact_bytes=False)  # this run's own turn: the SDK's encoding
 
 
-@pytest.mark.xfail(strict=True, raises=openai.BadRequestError, reason=(
-    "RS-5 is not repaired: a session that keeps neither calls nor reasoning replays the assistant message "
-    "msg_... of a [reasoning, message] response without its reasoning; toolmend forwards its id and the server "
-    "answers 400 \"Item 'msg_...' of type 'message' was provided without its required 'reasoning' item\""))
 async def test_agents_sdk_session_that_forgets_calls_and_reasoning(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
     config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-session-rs"))
     agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)

@@ -412,8 +412,8 @@ def _accepted(case: Case, items: list[Any], profile: Profile = OPENAI, validator
     return result
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R1: TM405 takes a function_call after a custom_tool_call of the same response for one without "
-                                       "reasoning and deletes its id from a valid history")
+# Fixed; regression R1: TM405 takes a function_call after a custom_tool_call of the same response for one without
+# reasoning and deletes its id from a valid history
 def test_bug_r1_a_valid_history_with_a_function_call_after_a_custom_call_is_untouched() -> None:
     case = served([RS_1, CTC_1, FC_2])
     case.body["input"] = [USER, RS_1, CTC_1, FC_2, _out(CTC_1), _out(FC_2)]
@@ -421,8 +421,8 @@ def test_bug_r1_a_valid_history_with_a_function_call_after_a_custom_call_is_unto
     assert repaired(case.body, case).findings == ()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R2: TM404 deletes a reasoning item's wrong-prefix id but leaves the ids of the items it "
-                                       "produced, which the server then refuses without it (RS-5, RS-4)")
+# Fixed; regression R2: TM404 deletes a reasoning item's wrong-prefix id but leaves the ids of the items it produced,
+# which the server then refuses without it (RS-5, RS-4)
 @pytest.mark.parametrize("produced", [MSG_1, FC_1], ids=["message", "function_call"])
 def test_bug_r2_a_reasoning_id_of_the_wrong_prefix(produced: dict[str, Any]) -> None:
     case = served([RS_1, produced])
@@ -430,40 +430,40 @@ def test_bug_r2_a_reasoning_id_of_the_wrong_prefix(produced: dict[str, Any]) -> 
     _accepted(case, [USER, rewritten, produced, *([_out(produced)] if is_call(produced) else [])])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R3: an output stored before its call, between a reasoning item and the message it produced, "
-                                       "takes the reasoning along when it is moved after its call: the message is refused (RS-5)")
+# Fixed; regression R3: an output stored before its call, between a reasoning item and the message it produced, takes
+# the reasoning along when it is moved after its call: the message is refused (RS-5)
 def test_bug_r3_an_output_moved_away_leaves_the_reasoning_where_it_was() -> None:
     case = served([RS_1, MSG_1], [FC_2])
     _accepted(case, [USER, RS_1, _out(FC_2), MSG_1, USER, FC_2])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R4: TM405 deletes the server id of a function_call whose reasoning is gone, not that of a "
-                                       "custom_tool_call (ctc_), which the server refuses the same way (RS-4)")
+# Fixed; regression R4: TM405 deletes the server id of a function_call whose reasoning is gone, not that of a
+# custom_tool_call (ctc_), which the server refuses the same way (RS-4)
 def test_bug_r4_a_custom_call_without_its_reasoning() -> None:
     case = served([RS_1, CTC_1])
     _accepted(case, [USER, CTC_1, _out(CTC_1)])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R5: for adjacent profiles (deepseek, kimi), two unanswered call runs with only reasoning "
-                                       "between them are one turn: the first run's placeholders go after the second, its reasoning "
-                                       "between a call and its output (RS-17)")
+# Fixed; regression R5: for adjacent profiles (deepseek, kimi), two unanswered call runs with only reasoning between
+# them are one turn: the first run's placeholders go after the second, its reasoning between a call and its output
+# (RS-17)
 def test_bug_r5_placeholders_right_after_their_own_run() -> None:
     case = served(store=False)
     first, second = ({**_without_id(rs), "encrypted_content": f"gAAAAA{n}"} for n, rs in enumerate((RS_1, RS_2)))
     _accepted(case, [USER, first, _without_id(FC_1), second, _without_id(FC_2)], ADJACENT, "deepseek")  # both interrupted
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R6: a reasoning item followed by another reasoning item is kept (TM406 counts reasoning as "
-                                       "produced by the first); the strict validator refuses it (RS-6): engine and validator disagree")
+# Fixed; regression R6: a reasoning item followed by another reasoning item is kept (TM406 counts reasoning as
+# produced by the first); the strict validator refuses it (RS-6): engine and validator disagree
 def test_bug_r6_reasoning_followed_by_reasoning() -> None:
     case = served(store=False)
     encrypted = {**_without_id(RS_1), "encrypted_content": "gAAAAA1"}
     _accepted(case, [USER, encrypted, {**encrypted, "encrypted_content": "gAAAAA2"}, _without_id(MSG_1)])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R7: a kept reasoning item not right before the orphan outputs (a developer message between) "
-                                       "is the first copy TM403 keeps; TM406 then drops it as dangling, and the calls put back from "
-                                       "memory lose their reasoning and (TM405) their ids")
+# Fixed; regression R7: a kept reasoning item not right before the orphan outputs (a developer message between) is
+# the first copy TM403 keeps; TM406 then drops it as dangling, and the calls put back from memory lose their
+# reasoning and (TM405) their ids
 def test_bug_r7_calls_put_back_keep_their_reasoning() -> None:
     case = served([RS_1, FC_1, FC_2])
     note = {"role": "developer", "content": "hook: formatted"}

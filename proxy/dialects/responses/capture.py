@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.responses.items import call_id_of, is_call
+from proxy.dialects.responses.items import is_call, recall_key
 from proxy.dialects.sse import BOM, EventStreamReader
 from proxy.turns import Turn
 
@@ -35,10 +35,15 @@ _OPENING = frozenset(("response.created", "response.queued", "response.in_progre
 
 
 def _turns(items: list[dict[str, Any]], response_id: str | None) -> list[Turn]:
-    """The one turn of a response's output items, or none when no item is a call or nothing could recall it."""
-    if not any(is_call(item) for item in items):
+    """The one turn of a response's output items, or none when it holds neither a call nor an assistant message
+    made with reasoning (nothing a later request could need back), or nothing could recall it. Recalled by each
+    call's ``call_id``, by the id of each assistant message (whose reasoning a filter may drop: RS-5) and by
+    the response id."""
+    calls = [key for item in items if is_call(item) and (key := recall_key(item)) is not None]
+    messages = [key for item in items if not is_call(item) and (key := recall_key(item)) is not None]
+    if not any(is_call(item) for item in items) and not (messages and any(item.get("type") == "reasoning" for item in items)):
         return []
-    ids = list(dict.fromkeys(cid for item in items if is_call(item) and (cid := call_id_of(item)) is not None))
+    ids = list(dict.fromkeys([*calls, *messages]))
     if response_id is not None:
         ids.append(response_id)
     if not ids:

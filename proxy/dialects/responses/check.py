@@ -49,8 +49,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             found.broken = True
         kind = item.get("type")
         if kind == "reasoning":
-            if dangling_reasoning.dangling(items, position):
-                found.broken = True  # RS-6
+            if dangling_reasoning.dangling(items, position) or (waiting and profile.adjacent_results):
+                found.broken = True  # RS-6; RS-17: reasoning between a call and its output
             continue
         if is_call(item):
             cid = call_id_of(item)
@@ -78,5 +78,5 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         waiting.clear()
     if declared - answered:
         found.broken = True  # RS-1, RS-2
-    found.wanted.extend(reasoning_required.unreasoned_calls(items))
+    found.wanted.extend(reasoning_required.unreasoned(items))
     return found

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
-__all__ = ["CALL_TYPES", "OUTPUT_TYPE", "OUTPUT_TYPES", "answers", "call_id_of", "is_call", "is_output", "output_type_for"]
+__all__ = ["CALL_TYPES", "OUTPUT_TYPE", "OUTPUT_TYPES", "answers", "call_id_of", "is_call", "is_output", "output_type_for", "recall_key"]
 
 OUTPUT_TYPE: Final[Mapping[str, str]] = MappingProxyType({
     "function_call": "function_call_output",
@@ -50,6 +50,16 @@ def output_type_for(call_type: str) -> str | None:
 def answers(output_type: str, call_type: str) -> bool:
     """Whether an output item of ``output_type`` can answer a call of ``call_type``."""
     return OUTPUT_TYPE.get(call_type) == output_type or output_type in _ALSO_ANSWERED_BY.get(call_type, ())
+
+
+def recall_key(item: Any) -> str | None:
+    """What a remembered item is recalled by: a call's ``call_id``, an assistant message's server ``id``; else None."""
+    if is_call(item):
+        return call_id_of(item)
+    if type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant":
+        value = item.get("id")
+        return value if type(value) is str and value else None
+    return None
 
 
 def call_id_of(item: Any) -> str | None:

@@ -60,7 +60,7 @@ class ResponsesPlan:
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, origin, self.body)
         if _rejected(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
-        ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled
+        ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin, self.profile.adjacent_results), recalled
         if _rejected(ctx, (*ITEM_RULES, empty_history)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:

@@ -72,6 +72,10 @@ def read(items: list[Any], opaque_outputs: frozenset[str] = frozenset()) -> tupl
             entry = {"role": "tool", "content": item.get("output"), NATIVE: item}
             if (cid := call_id_of(item)) is not None:
                 entry["tool_call_id"] = cid
+            if before:  # an output the client stored out of place: the reasoning belongs to what comes after it
+                origin[id(entry)] = index
+                view.append(entry)
+                continue
         else:
             role = item.get("role") if type(item) is dict else None
             entry = {"role": role if type(role) is str else "item", "content": "", NATIVE: item}
@@ -89,8 +93,10 @@ def read(items: list[Any], opaque_outputs: frozenset[str] = frozenset()) -> tupl
     return view, origin
 
 
-def write(view: Iterable[Message], origin: dict[int, int]) -> list[Any]:
-    """The input items of ``view``, in its order; copies made for changed items are added to ``origin``."""
+def write(view: Iterable[Message], origin: dict[int, int], adjacent: bool = False) -> list[Any]:
+    """The input items of ``view``, in its order; copies made for changed items are added to ``origin``. Where
+    outputs must follow their calls directly (``adjacent``), the reasoning items of a parallel turn go before
+    its first call rather than between its calls, where they would stand between a call and its output."""
     view = list(view)
     call_types = {call["id"]: call[NATIVE].get("type") for entry in view for call in _calls(entry) if NATIVE in call}
     output_types = {entry["tool_call_id"]: entry[NATIVE].get("type") for entry in view
@@ -104,8 +110,12 @@ def write(view: Iterable[Message], origin: dict[int, int]) -> list[Any]:
         elif entry.get("role") == "tool":  # a result the rules made up for an unanswered call
             cid = entry.get("tool_call_id")
             items.append({"type": OUTPUT_TYPE.get(call_types.get(cid, ""), "function_call_output"), "call_id": cid, "output": entry.get("content")})
-        for call in _calls(entry):
-            items.extend(call.get(BEFORE, ()))
+        calls = _calls(entry)
+        if adjacent:
+            items.extend(item for call in calls for item in call.get(BEFORE, ()))
+        for call in calls:
+            if not adjacent:
+                items.extend(call.get(BEFORE, ()))
             items.append(_call_item(call, output_types, origin))
     return items
 

@@ -3,7 +3,9 @@ from gateways and client rewrites) or characters outside letters, digits, ``_`` 
 
 The server refuses it (RS-12: "Expected an ID that begins with 'fc'", RS-13). The id is deleted, not
 rewritten: an item without ``id`` is fresh client input, which every server accepts, while a made-up
-``fc_...`` would be looked up and not found. Answers RS-12, RS-13.
+``fc_...`` would be looked up and not found. When it is a reasoning item's, the items it produced lose theirs
+too: the server would look them up and miss the reasoning they were made with (RS-4, RS-5).
+Answers RS-12, RS-13.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -18,6 +20,8 @@ Good:
 import re
 from typing import Any
 
+from proxy.dialects.responses.items import CALL_TYPES, is_call
+from proxy.dialects.responses.rules import dangling_reasoning
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -47,7 +51,16 @@ def is_bad(item: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
+    orphaned = False  # in the run of items a reasoning item whose id was deleted produced
     for position, item in enumerate(ctx.messages):
+        kind = item.get("type", "message") if type(item) is dict else None
         if is_bad(item):
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
-            ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} id deleted: not an id the server makes for this type")
+            ctx.report(RULE, item, "removed", f"{kind} id deleted: not an id the server makes for this type")
+            orphaned = kind == "reasoning" or (orphaned and is_call(item))
+        elif orphaned and type(item) is dict and "id" in item and dangling_reasoning.produced_by_model(item):
+            ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
+            ctx.report(RULE, item, "removed", f"{kind} {item['id']} id deleted: its reasoning item's id was")
+            orphaned = is_call(item)
+        else:
+            orphaned = orphaned and kind in ("reasoning", *CALL_TYPES)

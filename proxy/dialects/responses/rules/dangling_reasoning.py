@@ -1,5 +1,5 @@
 r"""A reasoning item with nothing after it that it could have produced: at the end of the input, or followed
-by a user message or a tool output (a filter removed the call or message it led to, a store reordered items).
+by a user message, a tool output or another reasoning item (a filter removed the call or message it led to, a store reordered items).
 
 The server refuses it (RS-6: "... of type 'reasoning' was provided without its required following item").
 Reasoning cannot be made up or completed, so the item is dropped; nothing the model said is lost, since
@@ -24,11 +24,14 @@ RULE = Rule("TM406", "dangling-reasoning", ("RS-6",))
 
 
 def produced_by_model(item: Any) -> bool:
-    """An item the model could have produced after a reasoning item: a call, an assistant message, more reasoning."""
+    """An item a reasoning item could have produced: a call, an assistant message, or any other item the model
+    makes. Not an output, a client's message, a reference, nor another reasoning item: a reasoning item leads to
+    what the model did next, so of two in a row the first has lost what it produced (dropping it is always
+    safe; keeping it is refused)."""
     if type(item) is not dict or is_output(item):
         return False
     kind = item.get("type", "message")
-    return item.get("role") == "assistant" if kind == "message" else kind != "item_reference"
+    return item.get("role") == "assistant" if kind == "message" else kind not in ("item_reference", "reasoning")
 
 
 def dangling(items: list[Any], position: int) -> bool:

@@ -1,10 +1,10 @@
-r"""A call that carries its server ``id`` while the reasoning item it came with is gone (a handoff filter, a
-session store that keeps only calls, another model's history replayed to a reasoning model).
+r"""An item that carries its server ``id`` while the reasoning item it came with is gone (a handoff filter, a
+session store that keeps only calls or messages, another model's history replayed to a reasoning model).
 
-The server looks the ``fc_...`` id up, finds it was made together with a reasoning item, and refuses the
-input without it (RS-4: "... was provided without its required 'reasoning' item"). Memory tells which calls
-had reasoning; such a call loses its ``id`` (never its content), so the server takes it as client input.
-Answers RS-4.
+The server looks the ``fc_...`` (``ctc_...``, ``msg_...``) id up, finds it was made together with a reasoning
+item, and refuses the input without it (RS-4: "... was provided without its required 'reasoning' item"; RS-5
+for an assistant message). Memory tells which items had reasoning; such an item loses its ``id`` (never its
+content), so the server takes it as client input. Answers RS-4, RS-5.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -20,28 +20,34 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.responses.items import call_id_of
+from proxy.dialects.responses.items import is_call, recall_key
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
 
-RULE = Rule("TM405", "reasoning-required", ("RS-4",))
+RULE = Rule("TM405", "reasoning-required", ("RS-4", "RS-5"))
 
 
-def unreasoned_calls(items: list[Any]) -> list[str]:
-    """``call_id`` of every ``function_call`` with a server id and no reasoning item in the run of items before it."""
-    ids = []
-    reasoned = False  # a reasoning item stands in the current run of reasoning and call items
+def _produced(item: Any) -> bool:
+    """A call or an assistant message: what a response's reasoning item leads to."""
+    return is_call(item) or (type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant")
+
+
+def unreasoned(items: list[Any]) -> list[str]:
+    """The recall key (``call_id``, or a message's id) of every item with a server id that no reasoning item
+    precedes in its run: the reasoning items and what they produced (calls of one response stand together)."""
+    keys = []
+    reasoned = False  # a reasoning item stands in the current run
     for item in items:
         kind = item.get("type") if type(item) is dict else None
         if kind == "reasoning":
             reasoned = True
-        elif kind == "function_call":
-            if not reasoned and "id" in item and (cid := call_id_of(item)) is not None:
-                ids.append(cid)
-        else:
-            reasoned = False
-    return ids
+            continue
+        if _produced(item) and not reasoned and "id" in item and (key := recall_key(item)) is not None:
+            keys.append(key)
+        if not is_call(item):
+            reasoned = False  # a message ends the run; calls of one response follow each other
+    return keys
 
 
 def _had_reasoning(turn: Turn, item_id: Any) -> bool:
@@ -53,16 +59,16 @@ def _had_reasoning(turn: Turn, item_id: Any) -> bool:
             before = True
         elif item.get("id") == item_id:
             return before
-        elif item.get("type") not in ("function_call", "custom_tool_call"):
+        elif not is_call(item):
             before = False
     return False
 
 
 def apply(ctx: Context) -> None:
-    lacking = set(unreasoned_calls(ctx.messages))
+    lacking = set(unreasoned(ctx.messages))
     for position, item in enumerate(ctx.messages):
-        cid = call_id_of(item) if type(item) is dict and item.get("type") == "function_call" else None
-        turn = ctx.recalled.get(cid) if cid in lacking and cid is not None else None
+        key = recall_key(item) if _produced(item) else None
+        turn = ctx.recalled.get(key) if key is not None and key in lacking else None
         if turn is not None and "id" in item and _had_reasoning(turn, item["id"]):
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
-            ctx.report(RULE, item, "removed", f"function_call {item['id']} ({cid}) id deleted: its reasoning item is not in the input")
+            ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
