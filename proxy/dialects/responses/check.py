@@ -11,8 +11,8 @@ as the client's bytes.
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.dialects.responses.items import call_id_of, is_call, is_output
-from proxy.dialects.responses.rules import bad_item_id, dangling_reasoning, reasoning_required, unstored_ids
+from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES, call_id_of
+from proxy.dialects.responses.rules import bad_item_id, dangling_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.repair.profiles import Profile
 
@@ -24,7 +24,15 @@ class Inspection:
     wanted: list[str] = field(default_factory=list)
 
 
+_MISSING = object()
+_ID_CHARACTERS = bad_item_id.ID_CHARACTERS.fullmatch
+#: ``bad_item_id.PREFIX`` with its underscore, for one ``startswith`` per id.
+_PREFIXES = {kind: prefix + "_" for kind, prefix in bad_item_id.PREFIX.items()}
+
+
 def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
+    """One pass over ``input``. The rules' own tests are inlined (each line names the rule it mirrors): this runs
+    on every request, and a call per item per test cost 1.6 times the parse of the body."""
     found = Inspection()
     items = body.get("input")
     if type(items) is not list:
@@ -33,50 +41,70 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     if chained is not None:
         found.wanted.append(chained)
     store_off = body.get("store") is False
+    adjacent = profile.adjacent_results
+    longest = profile.max_id_length
     declared: set[str] = set()
     answered: set[str] = set()
     seen_ids: set[Any] = set()
     waiting: set[str] = set()  # calls of the latest run still owed their outputs (adjacency)
+    reasoned = False  # a reasoning item stands in the current run of reasoning and calls (TM405)
+    last = len(items) - 1
+    broken = False
     for position, item in enumerate(items):
         if type(item) is not dict:
+            reasoned = False
             continue  # not ours to judge: forwarded as sent
-        if "id" in item:
-            key = item["id"]
-            if store_off or key in seen_ids or bad_item_id.is_bad(item):
-                found.broken = True  # RS-7, RS-9, RS-12/13
+        kind = item.get("type", "message")
+        key = item.get("id", _MISSING)
+        if key is not _MISSING:
+            if store_off or key in seen_ids:
+                broken = True  # TM407 (RS-7), TM403 (RS-9)
+            elif kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
+                if type(key) is not str or not _ID_CHARACTERS(key):
+                    broken = True
+                elif kind == "message":
+                    broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
+                elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
+                    broken = True
             seen_ids.add(key if type(key) is str else None)
-        if store_off and unstored_ids.unusable(item):
-            found.broken = True
-        kind = item.get("type")
         if kind == "reasoning":
-            if dangling_reasoning.dangling(items, position) or (waiting and profile.adjacent_results):
-                found.broken = True  # RS-6; RS-17: reasoning between a call and its output
+            reasoned = True
+            following = items[position + 1] if position < last else None
+            if ((store_off and not item.get("encrypted_content")) or not dangling_reasoning.produced_by_model(following)
+                    or (waiting and adjacent)):
+                broken = True  # TM407; TM406 (RS-6); RS-17: reasoning between a call and its output
             continue
-        if is_call(item):
+        if kind in CALL_TYPES:
             cid = call_id_of(item)
             if cid is None:
                 continue
-            if cid in declared or len(cid) > profile.max_id_length:
-                found.broken = True  # duplicate call id, RS-14
+            if cid in declared or len(cid) > longest:
+                broken = True  # TM107, TM208 (RS-14)
             declared.add(cid)
             waiting.add(cid)
+            if not reasoned and key is not _MISSING:
+                found.wanted.append(cid)  # TM405: only memory knows whether it had reasoning (RS-4)
             continue
-        if is_output(item):
+        if kind in OUTPUT_TYPES:
             cid = call_id_of(item)
             if cid is None or cid in answered:
-                found.broken = True  # RS-15, a second output
+                broken = True  # TM106 (RS-15), TM108
             elif cid not in declared:
                 if chained is None:
-                    found.broken = True  # RS-3: its call is nowhere before it
+                    broken = True  # TM101/TM102 (RS-3): its call is nowhere before it
                 found.wanted.append(cid)
             if cid is not None:
                 answered.add(cid)
                 waiting.discard(cid)
+            reasoned = False
             continue
-        if waiting and profile.adjacent_results:
-            found.broken = True  # RS-17: an item between a call and its output
+        if kind == "message" and not reasoned and type(key) is str and key and item.get("role") == "assistant":
+            found.wanted.append(key)  # TM405 (RS-5)
+        if store_off and kind == "item_reference":
+            broken = True  # TM407
+        if waiting and adjacent:
+            broken = True  # TM103 (RS-17): an item between a call and its output
         waiting.clear()
-    if declared - answered:
-        found.broken = True  # RS-1, RS-2
-    found.wanted.extend(reasoning_required.unreasoned(items))
+        reasoned = False
+    found.broken = broken or bool(declared - answered)  # TM104 (RS-1, RS-2)
     return found
