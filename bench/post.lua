@@ -1,6 +1,9 @@
--- wrk script: POST a chat request body with the headers an OpenAI client sends.
+-- wrk script: POST a request body with the headers an API client sends.
 --   wrk -t2 -c32 -d10s --latency -s bench/post.lua http://127.0.0.1:PORT/v1/chat/completions -- bench/request.json
--- The body file is the first script argument (default bench/request.json).
+--   wrk ... -s bench/post.lua http://127.0.0.1:PORT/v1/messages -- bench/request_messages.json \
+--       'x-api-key: sk-bench' 'anthropic-version: 2023-06-01'
+-- The body file is the first script argument (default bench/request.json); any further arguments are
+-- headers ("Name: value"), sent instead of the default "Authorization: Bearer sk-bench".
 -- done() prints one parseable line:  BENCH_RESULT {json}  (latencies in microseconds).
 
 local body_path = "bench/request.json"
@@ -14,8 +17,15 @@ function init(args)
     f:close()
     wrk.method = "POST"
     wrk.headers["Content-Type"] = "application/json"
-    wrk.headers["Authorization"] = "Bearer sk-bench"
     wrk.headers["Accept"] = "application/json"
+    if #args < 2 then
+        wrk.headers["Authorization"] = "Bearer sk-bench"
+    end
+    for i = 2, #args do
+        local name, value = args[i]:match("^([^:]+):%s*(.*)$")
+        assert(name, "a header argument is 'Name: value', got " .. args[i])
+        wrk.headers[name] = value
+    end
 end
 
 function done(summary, latency, requests)

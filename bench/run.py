@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """toolmend benchmark harness: one command, every target, the numbers docs/benchmarks.md compares.
 
-    python bench/run.py                              # all targets, JSON and streaming
+    python bench/run.py                              # all targets, every scenario
     python bench/run.py --duration 3 --targets direct,nginx,naive
+    python bench/run.py --only messages,messages-stream
     python bench/run.py --rounds 2 --target w2='{python} -m proxy serve --workers 2 --upstream {upstream} --port {port}'
 
 What it does: starts the nginx+Lua mock upstream (fixed answers) pinned to CPU 0, then for each
 target starts the proxy under test pinned to CPU 1, waits until it answers (10 s at most),
-checks one JSON and one streamed answer, warms it up and measures it with wrk (pinned to
-CPU 0): 32 connections for throughput and p50/p99, then 1 connection for latency; first
-with bench/request.json, then with bench/request_stream.json. The proxy's CPU time (user +
-system of the process and all its descendants, from /proc) is divided by the requests served.
-With --rounds N the targets are measured N times, in a rotated order, and medians reported.
+checks one answer of every scenario, warms it up and measures it with wrk (pinned to CPU 0):
+32 connections for throughput and p50/p99, then 1 connection for latency; one scenario after
+the other (SCENARIOS: Chat Completions, the Responses API and Anthropic Messages, JSON and
+streamed each). The proxy's CPU time (user + system of the process and all its descendants,
+from /proc) is divided by the requests served. With --rounds N the targets are measured N
+times, in a rotated order, and medians reported.
 
 Command placeholders for --target: {port} (where the proxy must listen), {upstream}
 (http://127.0.0.1:MOCKPORT/v1), {mock_port}, {python} (this interpreter), {repo}.
@@ -35,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from procs import Proc, free_port, tree_cpu_seconds  # bench/ is on sys.path when a script here runs
@@ -44,7 +48,6 @@ REPO = BENCH.parent
 MOCK_DIR = BENCH / "mock"
 TEMPLATE = MOCK_DIR / "nginx.conf.template"
 POST_LUA = BENCH / "post.lua"
-REQUEST = {"json": BENCH / "request.json", "stream": BENCH / "request_stream.json"}
 RESULTS = BENCH / "results" / "latest.json"
 NGINX_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
 APT_HINT = "apt-get install -y nginx libnginx-mod-http-lua wrk"
@@ -57,6 +60,89 @@ BUILTIN = {
 }
 BASELINES = ("direct", "nginx", "naive")
 START_TIMEOUT = 10.0
+
+# ----------------------------------------------------------------------------- scenarios
+
+OPENAI_HEADERS = ("Authorization: Bearer sk-bench",)
+ANTHROPIC_HEADERS = ("x-api-key: sk-bench", "anthropic-version: 2023-06-01")
+TOOL = "get_weather"  # the call in every answer of the mock (bench/mock/mock.lua)
+REPAIRS_HEADER = "x-toolmend-repairs"
+
+
+def sse_frames(data: bytes) -> list[tuple[str | None, str]]:
+    """(event name or None, data) of each event of an SSE body."""
+    frames = []
+    for frame in data.replace(b"\r\n", b"\n").decode().split("\n\n"):
+        if frame.strip():
+            fields = dict(line.split(": ", 1) for line in frame.split("\n") if ": " in line)
+            frames.append((fields.get("event"), fields.get("data", "")))
+    return frames
+
+
+def json_answer(valid: Callable[[dict], object]) -> Callable[[bytes], str | None]:
+    """Check of a JSON answer: it parses and ``valid`` holds (a missing key counts as not holding)."""
+
+    def check(data: bytes) -> str | None:
+        try:
+            ok = valid(json.loads(data))
+        except (ValueError, KeyError, IndexError, TypeError):
+            ok = False
+        return None if ok else f"JSON answer is not the mock's: {data[:200]!r}"
+
+    return check
+
+
+def stream_answer(events: int, last: str) -> Callable[[bytes], str | None]:
+    """Check of a streamed answer: ``events`` events, the last named ``last`` (its data, when unnamed),
+    and each named event's data of that type."""
+
+    def check(data: bytes) -> str | None:
+        frames = sse_frames(data)
+        end = (frames[-1][0] or frames[-1][1]) if frames else None
+        if len(frames) != events or end != last:
+            return f"stream answer has {len(frames)} events ending {end!r} (want {events} ending {last!r})"
+        for name, payload in frames:
+            if name is not None and json.loads(payload).get("type") != name:
+                return f"event {name!r} carries data of type {json.loads(payload).get('type')!r}"
+        return None
+
+    return check
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # as --only names it, and the key in the results
+    title: str
+    path: str
+    body: Path
+    headers: tuple[str, ...]  # "Name: value", as post.lua takes them
+    check: Callable[[bytes], str | None]
+    stream: bool = False
+
+    @property
+    def unit(self) -> str:
+        return "streams/s" if self.stream else "req/s"
+
+    @property
+    def goals(self) -> bool:
+        """The project's goals (README's Performance) are set on the JSON scenarios; streams are reported."""
+        return not self.stream
+
+
+SCENARIOS = {s.name: s for s in (
+    Scenario("json", "Chat Completions, JSON", "/v1/chat/completions", BENCH / "request.json", OPENAI_HEADERS,
+             json_answer(lambda a: a["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == TOOL)),
+    Scenario("stream", "Chat Completions, streaming (20 chunks + [DONE])", "/v1/chat/completions",
+             BENCH / "request_stream.json", OPENAI_HEADERS, stream_answer(21, "[DONE]"), stream=True),
+    Scenario("responses", "Responses API, JSON", "/v1/responses", BENCH / "request_responses.json", OPENAI_HEADERS,
+             json_answer(lambda a: a["output"][0]["encrypted_content"] and a["output"][1]["name"] == TOOL)),
+    Scenario("responses-stream", "Responses API, streaming (26 events to response.completed)", "/v1/responses",
+             BENCH / "request_responses_stream.json", OPENAI_HEADERS, stream_answer(26, "response.completed"), stream=True),
+    Scenario("messages", "Anthropic Messages, JSON", "/v1/messages", BENCH / "request_messages.json", ANTHROPIC_HEADERS,
+             json_answer(lambda a: a["content"][0]["signature"] and a["content"][1]["name"] == TOOL)),
+    Scenario("messages-stream", "Anthropic Messages, streaming (26 events to message_stop)", "/v1/messages",
+             BENCH / "request_messages_stream.json", ANTHROPIC_HEADERS, stream_answer(26, "message_stop"), stream=True),
+)}
 
 # ----------------------------------------------------------------------------- utilities
 
@@ -104,31 +190,28 @@ def pinned(name: str, command: str, cpus: str, rundir: Path) -> Proc:
     return Proc(name, ["taskset", "-c", cpus, "sh", "-c", "exec " + command], rundir, REPO)
 
 
-def post(port: int, body: bytes, timeout: float = 5.0) -> tuple[int, bytes]:
+def post(port: int, scenario: Scenario, timeout: float = 5.0) -> tuple[int, http.client.HTTPMessage, bytes]:
+    """The scenario's request: the answer's status, headers and body."""
+    headers = dict(h.split(": ", 1) for h in scenario.headers)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request(
-            "POST",
-            "/v1/chat/completions",
-            body=body,
-            headers={"Content-Type": "application/json", "Authorization": "Bearer sk-bench"},
-        )
+        conn.request("POST", scenario.path, body=scenario.body.read_bytes(),
+                     headers={"Content-Type": "application/json", **headers})
         resp = conn.getresponse()
-        return resp.status, resp.read()
+        return resp.status, resp.headers, resp.read()
     finally:
         conn.close()
 
 
-def wait_ready(port: int, proc: Proc | None, timeout: float = START_TIMEOUT) -> str | None:
+def wait_ready(port: int, proc: Proc | None, scenario: Scenario, timeout: float = START_TIMEOUT) -> str | None:
     """Poll until the port answers an HTTP request. Returns None when up, else a reason."""
-    body = REQUEST["json"].read_bytes()
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
         if proc is not None and not proc.alive():
             return f"exited with code {proc.popen.returncode}"
         try:
-            post(port, body, timeout=2.0)
+            post(port, scenario, timeout=2.0)
             return None
         except (OSError, http.client.HTTPException) as exc:
             last = f"{type(exc).__name__}: {exc}"
@@ -136,30 +219,26 @@ def wait_ready(port: int, proc: Proc | None, timeout: float = START_TIMEOUT) -> 
     return f"did not answer within {timeout:.0f} s ({last})"
 
 
-def check_answers(port: int) -> str | None:
-    """One JSON and one streamed request must come back as the mock sent them."""
-    status, data = post(port, REQUEST["json"].read_bytes())
-    if status != 200:
-        return f"JSON request answered {status}: {data[:200]!r}"
-    try:
-        msg = json.loads(data)["choices"][0]["message"]
-        assert msg["tool_calls"][0]["function"]["name"] == "get_weather"
-    except Exception:
-        return f"JSON answer is not the mock's: {data[:200]!r}"
-    status, data = post(port, REQUEST["stream"].read_bytes())
-    if status != 200:
-        return f"stream request answered {status}: {data[:200]!r}"
-    events = [e for e in data.replace(b"\r\n", b"\n").split(b"\n\n") if e.strip()]
-    if len(events) != 21 or events[-1].strip() != b"data: [DONE]":
-        return f"stream answer has {len(events)} events (want 20 chunks + [DONE])"
+def check_answers(port: int, scenarios: list[Scenario]) -> str | None:
+    """One request of each scenario must come back as the mock sent it, and unrepaired: the request bodies
+    are valid histories, which a repairing proxy forwards as they are."""
+    for scenario in scenarios:
+        status, headers, data = post(port, scenario)
+        if status != 200:
+            return f"{scenario.name}: answered {status}: {data[:200]!r}"
+        if headers.get(REPAIRS_HEADER):
+            return f"{scenario.name}: the valid history was repaired ({REPAIRS_HEADER}: {headers[REPAIRS_HEADER]})"
+        reason = scenario.check(data)
+        if reason is not None:
+            return f"{scenario.name}: {reason}"
     return None
 
 
-def run_wrk(port: int, scenario: str, conns: int, threads: int, duration: int, cpus: str) -> dict:
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+def run_wrk(port: int, scenario: Scenario, conns: int, threads: int, duration: int, cpus: str) -> dict:
+    url = f"http://127.0.0.1:{port}{scenario.path}"
     cmd = [
         "taskset", "-c", cpus, "wrk", f"-t{threads}", f"-c{conns}", f"-d{duration}s",
-        "--timeout", "10s", "-s", str(POST_LUA), url, "--", str(REQUEST[scenario]),
+        "--timeout", "10s", "-s", str(POST_LUA), url, "--", str(scenario.body), *scenario.headers,
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60, cwd=REPO)
     m = re.search(r"^BENCH_RESULT (\{.*\})$", out.stdout, re.M)
@@ -201,10 +280,10 @@ class Target:
             }.items():
                 command = command.replace("{" + key + "}", value)
         self.proc = pinned(f"{self.name}-{self.port}", command, ctx.args.proxy_cpus, ctx.rundir)
-        reason = wait_ready(self.port, self.proc)
+        reason = wait_ready(self.port, self.proc, ctx.scenarios[0])
         if reason is None:
             try:
-                reason = check_answers(self.port)
+                reason = check_answers(self.port, ctx.scenarios)
             except (OSError, http.client.HTTPException) as exc:
                 reason = f"check failed: {type(exc).__name__}: {exc}"
         if reason is not None:
@@ -223,11 +302,11 @@ class Target:
 
 
 class Ctx:
-    def __init__(self, args: argparse.Namespace, rundir: Path, mock_port: int):
-        self.args, self.rundir, self.mock_port = args, rundir, mock_port
+    def __init__(self, args: argparse.Namespace, rundir: Path, mock_port: int, scenarios: list[Scenario]):
+        self.args, self.rundir, self.mock_port, self.scenarios = args, rundir, mock_port, scenarios
 
 
-def measure(ctx: Ctx, target: Target, scenario: str, round_no: int) -> list[dict]:
+def measure(ctx: Ctx, target: Target, scenario: Scenario, round_no: int) -> list[dict]:
     a = ctx.args
     out = []
     if a.warmup > 0:
@@ -244,7 +323,7 @@ def measure(ctx: Ctx, target: Target, scenario: str, round_no: int) -> list[dict
         errors = sum(res[k] for k in res if k.startswith("err_"))
         row = {
             "target": target.name,
-            "scenario": scenario,
+            "scenario": scenario.name,
             "connections": conns,
             "round": round_no,
             "requests": n,
@@ -261,7 +340,7 @@ def measure(ctx: Ctx, target: Target, scenario: str, round_no: int) -> list[dict
         }
         out.append(row)
         log(
-            f"  {target.name:<10} {scenario:<6} c={conns:<3} {row['rps']:>10.0f} req/s  "
+            f"  {target.name:<10} {scenario.name:<16} c={conns:<3} {row['rps']:>10.0f} {scenario.unit:<9}  "
             f"p50 {row['p50_ms']:.3f} ms  p99 {row['p99_ms']:.3f} ms  "
             f"cpu {fmt(row['cpu_us_per_req'], 0)} us/req  errors {errors}"
         )
@@ -331,70 +410,68 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 def report(summary: dict, rat: dict, targets: list[Target], args: argparse.Namespace) -> str:
     c = f"c{args.connections}"
     rounds = f"median of {args.rounds} rounds" if args.rounds > 1 else "1 round"
+    measured = [s for s in SCENARIOS.values() if s.name in summary]
     parts = []
-    for scenario in [s for s in ("json", "stream") if s in summary]:
-        unit = "req/s" if scenario == "json" else "streams/s"
-        title = "Non-streaming (JSON)" if scenario == "json" else "Streaming (20 chunks + [DONE])"
-        names = [t.name for t in targets if t.name in summary[scenario]]
+    for scenario in measured:
+        name, unit, title = scenario.name, scenario.unit, scenario.title
+        names = [t.name for t in targets if t.name in summary[name]]
         rows = []
         for n in names:
             rows.append([
                 n,
-                fmt(get(summary, scenario, n, c, "rps"), 0),
-                fmt(get(summary, scenario, n, c, "p50_ms"), 3),
-                fmt(get(summary, scenario, n, c, "p99_ms"), 3),
-                fmt(get(summary, scenario, n, c, "cpu_us_per_req"), 0),
-                str(get(summary, scenario, n, c, "errors")),
+                fmt(get(summary, name, n, c, "rps"), 0),
+                fmt(get(summary, name, n, c, "p50_ms"), 3),
+                fmt(get(summary, name, n, c, "p99_ms"), 3),
+                fmt(get(summary, name, n, c, "cpu_us_per_req"), 0),
+                str(get(summary, name, n, c, "errors")),
             ])
         parts.append(f"== {title}, {args.connections} connections, {args.duration} s ({rounds}) ==")
         parts.append(table(["target", unit, "p50 ms", "p99 ms", "proxy CPU us/req", "errors"], rows))
         rows = []
-        direct = get(summary, scenario, "direct", "c1", "p50_ms")
+        direct = get(summary, name, "direct", "c1", "p50_ms")
         for n in names:
-            p50 = get(summary, scenario, n, "c1", "p50_ms")
+            p50 = get(summary, name, n, "c1", "p50_ms")
             rows.append([
                 n,
-                fmt(get(summary, scenario, n, "c1", "rps"), 0),
+                fmt(get(summary, name, n, "c1", "rps"), 0),
                 fmt(p50, 3),
                 fmt(p50 - direct if p50 is not None and direct is not None else None, 3),
-                fmt(get(summary, scenario, n, "c1", "p99_ms"), 3),
-                fmt(get(summary, scenario, n, "c1", "cpu_us_per_req"), 0),
-                str(get(summary, scenario, n, "c1", "errors")),
+                fmt(get(summary, name, n, "c1", "p99_ms"), 3),
+                fmt(get(summary, name, n, "c1", "cpu_us_per_req"), 0),
+                str(get(summary, name, n, "c1", "errors")),
             ])
         parts.append(f"\n== {title}, 1 connection, {args.duration1} s ({rounds}) ==")
         parts.append(table(["target", unit, "p50 ms", "p50 added vs direct", "p99 ms", "proxy CPU us/req", "errors"], rows))
         parts.append("")
 
-    def verdict(value, ok) -> str:
-        if value is None:
-            return "n/a"
-        return "PASS" if ok(value) else "FAIL"
+    def shown(value: float | None, digits: int, judged: bool, ok: Callable[[float], bool]) -> str:
+        """The value, with its verdict when it is judged against a goal."""
+        if not judged or value is None:
+            return fmt(value, digits)
+        return f"{fmt(value, digits)} {'PASS' if ok(value) else 'FAIL'}"
 
-    parts.append("== Ratios the project cares about ==")
+    parts.append("== Ratios the project cares about (goals on the JSON rows; streams reported) ==")
     rows = []
     for cand, r in rat.items():
-        js, st = r.get("json", {}), r.get("stream", {})
-        thr = js.get(f"throughput_vs_naive_{c}")
-        p99 = js.get(f"p99_vs_naive_{c}")
-        add = js.get("added_p50_ms_c1")
-        is_goal = cand != "naive"
-        rows.append([
-            cand,
-            fmt(thr, 2) + f" {verdict(thr, lambda v: v >= 2)}" if is_goal else "-",
-            fmt(p99, 2) + f" {verdict(p99, lambda v: v <= 0.5)}" if is_goal else "-",
-            fmt(add, 3) + (f" {verdict(add, lambda v: v < 0.5)}" if is_goal else ""),
-            fmt(st.get(f"throughput_vs_naive_{c}") if is_goal else None, 2),
-            fmt(st.get(f"p99_vs_naive_{c}") if is_goal else None, 2),
-            fmt(st.get("added_p50_ms_c1"), 3),
-        ])
+        vs_naive = cand != "naive"
+        for scenario in measured:
+            m = r.get(scenario.name, {})
+            judged = scenario.goals and vs_naive
+            rows.append([
+                cand,
+                scenario.name,
+                shown(m.get(f"throughput_vs_naive_{c}") if vs_naive else None, 2, judged, lambda v: v >= 2),
+                shown(m.get(f"p99_vs_naive_{c}") if vs_naive else None, 2, judged, lambda v: v <= 0.5),
+                shown(m.get("added_p50_ms_c1"), 3, judged, lambda v: v < 0.5),
+                fmt(m.get("added_p99_ms_c1"), 3),
+            ])
     parts.append(table([
         "target",
-        f"JSON thr/naive @{args.connections} (>=2)",
-        f"JSON p99/naive @{args.connections} (<=0.5)",
-        "JSON added p50 @1 ms (<0.5)",
-        f"stream thr/naive @{args.connections}",
-        f"stream p99/naive @{args.connections}",
-        "stream added p50 @1 ms",
+        "scenario",
+        f"thr/naive @{args.connections} (>=2)",
+        f"p99/naive @{args.connections} (<=0.5)",
+        "added p50 @1 ms (<0.5)",
+        "added p99 @1 ms",
     ], rows))
     down = [t for t in targets if t.status != "ok"]
     if down:
@@ -422,7 +499,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--duration1", type=int, default=None, help="seconds per 1-connection measurement (default: 5, or --duration)")
     p.add_argument("--warmup", type=int, default=2, help="seconds of 32-connection warm-up before each scenario (0: none)")
     p.add_argument("--rounds", type=int, default=1, help="measure every target N times, interleaved; report medians")
-    p.add_argument("--only", choices=("json", "stream"), help="one scenario only")
+    p.add_argument("--only", metavar="NAME[,NAME]", help="these scenarios only: " + ", ".join(SCENARIOS) + " (default: all)")
     p.add_argument("--targets", help="comma-separated targets to run (default: all built-in and --target ones)")
     p.add_argument("--target", action="append", default=[], metavar="NAME=CMD", help="extra target: shell command with {port} and {upstream}")
     p.add_argument("--connections", type=int, default=32)
@@ -438,6 +515,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.duration = 10
     if min(a.duration, a.duration1) < 1 or a.rounds < 1:
         p.error("durations and rounds must be >= 1")
+    a.scenarios = [n.strip() for n in a.only.split(",")] if a.only else list(SCENARIOS)
+    unknown = [n for n in a.scenarios if n not in SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenario {', '.join(unknown)!r}; known: {', '.join(SCENARIOS)}")
     return a
 
 
@@ -462,20 +543,23 @@ def main(argv: list[str] | None = None) -> int:
         if n not in commands:
             sys.exit(f"unknown target {n!r}; known: {', '.join(commands)}")
     targets = [Target(n, commands[n]) for n in names]
-    scenarios = [args.only] if args.only else ["json", "stream"]
+    scenarios = [SCENARIOS[n] for n in args.scenarios]
 
     rundir = Path(tempfile.mkdtemp(prefix="toolmend-bench-"))
     mock_port = free_port()
     render_nginx(rundir / "mock", "mock", mock_port, 0)
     mock = pinned("mock", nginx_cmd(rundir / "mock"), args.load_cpus, rundir)
-    ctx = Ctx(args, rundir, mock_port)
+    ctx = Ctx(args, rundir, mock_port, scenarios)
     runs: list[dict] = []
     started = time.time()
     try:
-        reason = wait_ready(mock_port, mock) or check_answers(mock_port)
+        reason = wait_ready(mock_port, mock, scenarios[0]) or check_answers(mock_port, scenarios)
         if reason:
             sys.exit(f"mock upstream failed: {reason}\n{mock.tail()}")
+        minutes = len(targets) * args.rounds * len(scenarios) * (args.warmup + args.duration + args.duration1) / 60
         log(f"mock upstream on 127.0.0.1:{mock_port} (pid {mock.pid}); run dir {rundir}")
+        log(f"{len(targets)} targets x {args.rounds} rounds x {len(scenarios)} scenarios ({', '.join(args.scenarios)}): "
+            f"about {minutes:.0f} min of measurement")
         for round_no in range(args.rounds):
             k = round_no % len(targets)
             order = targets[k:] + targets[:k]
