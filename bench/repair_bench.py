@@ -5,7 +5,9 @@ run (the baseline every request pays anyway). Targets (issue #2): checking a val
 costs no more than parsing it (ratio <= 1.0); repairing a broken 2,000-message history takes < 10 ms.
 The same for the Responses API (``POST /v1/responses``): the clean check of a valid 2,000-item input
 (reasoning, parallel function and custom calls with server ids, outputs, messages) and the repair of a
-broken one, with what the proxy would have remembered of the answers.
+broken one, with what the proxy would have remembered of the answers; and for Anthropic Messages
+(``POST /v1/messages``): a valid 2,000-message history (signed thinking, text, parallel ``tool_use``,
+``tool_result`` blocks) and a broken one.
 
     python bench/repair_bench.py [--repeat 7]
 """
@@ -23,7 +25,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.dialects import RESPONSES  # noqa: E402
+from proxy.dialects import MESSAGES, RESPONSES  # noqa: E402
+from proxy.dialects.dialect import Dialect  # noqa: E402
+from proxy.dialects.messages.capture import turns_from_json as message_turns  # noqa: E402
 from proxy.dialects.responses.capture import turns_from_json  # noqa: E402
 from proxy.repair import Policy, get_profile, needs_repair, repair  # noqa: E402
 from proxy.turns import Turn  # noqa: E402
@@ -109,9 +113,6 @@ def valid_items(size: int, rng: random.Random) -> tuple[list[dict], list[list[di
             else:
                 calls.append({"id": item_id("fc_", rng), "type": "function_call", "status": "completed", "call_id": call_id(rng),
                               "name": rng.choice(TOOLS), "arguments": orjson.dumps({"q": "y" * rng.randint(5, 60), "n": rng.randint(1, 9)}).decode()})
-        # Function calls first: one after a custom call is taken for a call without reasoning, and a valid input
-        # would need a look in memory (TM405, tests/test_responses_properties.py BUG-R1).
-        calls.sort(key=lambda call: call["type"] != "function_call")
         answer = [reasoning(rng), *calls]
         outputs = [{"type": "custom_tool_call_output" if c["type"] == "custom_tool_call" else "function_call_output", "call_id": c["call_id"],
                     "output": "result " + "z" * rng.randint(50, 400)} for c in calls]
@@ -203,30 +204,96 @@ def main() -> None:
     print(f"  orjson.loads          {parse_broken:9.1f} us")
     print(f"  repair                {fix_broken:9.1f} us   ratio to parse {fix_broken / parse_broken:5.2f}  ({fix_broken / 1000:.2f} ms, target < 10 ms)")
     responses(rng, args.repeat)
+    messages(rng, args.repeat)
 
 
 def responses(rng: random.Random, repeat: int) -> None:
     """The Responses API lines: the clean check of a valid input, the repair of a broken one."""
-    profile, policy = RESPONSES.profile("openai"), Policy()
-    valid_bytes = orjson.dumps({"model": "gpt-5.5", "input": valid_items(2000, rng)[0]})
-    parsed_valid = orjson.loads(valid_bytes)
-    assert RESPONSES.plan(parsed_valid, profile) is None, "the valid input must need no plan"
-    parse_valid = per_call_us(lambda: orjson.loads(valid_bytes), repeat)
-    check_valid = per_call_us(lambda: RESPONSES.plan(parsed_valid, profile), repeat)
-
+    valid = {"model": "gpt-5.5", "input": valid_items(2000, rng)[0]}
     items, remembered = broken_items(2000, rng)
-    broken_bytes = orjson.dumps({"model": "gpt-5.5", "input": items})
+    dialect_lines(RESPONSES, "Responses input", valid, {"model": "gpt-5.5", "input": items}, remembered, repeat)
+
+
+def tool_use(rng: random.Random) -> dict:
+    return {"type": "tool_use", "id": "toolu_" + "".join(rng.choices(string.ascii_letters + string.digits, k=24)),
+            "name": rng.choice(TOOLS), "input": {"q": "y" * rng.randint(5, 60), "n": rng.randint(1, 9)}}
+
+
+def valid_messages(size: int, rng: random.Random) -> tuple[list[dict], list[dict]]:
+    """A Claude agent loop with thinking: user, an assistant message (signed thinking, text, 1-3 parallel
+    ``tool_use``), the results first in the next user message, a text answer; repeated up to ``size`` messages.
+    Also each assistant message with calls as the server sent it."""
+    messages: list[dict] = []
+    answers: list[dict] = []
+    while len(messages) + 4 <= size:
+        calls = [tool_use(rng) for _ in range(rng.randint(1, 3))]
+        thinking = {"type": "thinking", "thinking": "Let me think. " * rng.randint(3, 30), "signature": "Eu" + "s" * rng.randint(200, 400)}
+        answer = {"role": "assistant", "content": [thinking, {"type": "text", "text": "Checking."}, *calls]}
+        results = [{"type": "tool_result", "tool_use_id": call["id"], "content": "result " + "z" * rng.randint(50, 400)} for call in calls]
+        messages += [{"role": "user", "content": "Please look this up: " + "x" * rng.randint(20, 200)}, answer,
+                     {"role": "user", "content": results}, {"role": "assistant", "content": [{"type": "text", "text": "Found: " + "w" * rng.randint(30, 300)}]}]
+        answers.append(answer)
+    messages += [{"role": "user", "content": f"And {n}?"} for n in range(size - len(messages))]
+    return messages, answers
+
+
+def broken_messages(size: int, rng: random.Random) -> tuple[list[dict], dict[str, Turn]]:
+    """A valid Messages history broken the catalogue's ways, several times each, and what the proxy remembered."""
+    messages, answers = valid_messages(size, rng)
+    remembered: dict[str, Turn] = {}
+    for n, answer in enumerate(answers):
+        at = messages.index(answer)
+        defect = n % 5
+        if defect == 0:  # the client kept only the text: tool_use and thinking dropped (AM-4); the proxy remembers them
+            for turn in message_turns(orjson.dumps({"type": "message", "id": f"msg_{n}", "role": "assistant", "content": answer["content"]})):
+                remembered.update(dict.fromkeys(turn.get("ids", []), turn))
+            messages[at] = {"role": "assistant", "content": [{"type": "text", "text": "Checking."}]}
+        elif defect == 1:  # an interrupted tool: its result lost (AM-1)
+            messages[at + 1] = {"role": "user", "content": messages[at + 1]["content"][1:] or "Never mind."}
+        elif defect == 2:  # text before the results (AM-2)
+            messages[at + 1] = {"role": "user", "content": [{"type": "text", "text": "Here:"}, *messages[at + 1]["content"]]}
+        elif defect == 3:  # an id from another provider (AM-7), in the call and its result
+            calls = [dict(block) for block in answer["content"]]
+            calls[2]["id"] = "functions.weather:" + str(n)
+            results = [dict(block) for block in messages[at + 1]["content"]]
+            results[0]["tool_use_id"] = calls[2]["id"]
+            messages[at], messages[at + 1] = {"role": "assistant", "content": calls}, {"role": "user", "content": results}
+        elif defect == 4:  # an empty text block (AM-17)
+            messages[at + 2] = {"role": "assistant", "content": [{"type": "text", "text": ""}, *messages[at + 2]["content"]]}
+    return messages, remembered
+
+
+def messages(rng: random.Random, repeat: int) -> None:
+    """The Anthropic Messages lines: the clean check of a valid history, the repair of a broken one."""
+    thinking = {"thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096}
+    valid = {"model": "claude-sonnet-4-5", **thinking, "messages": valid_messages(2000, rng)[0]}
+    history, remembered = broken_messages(2000, rng)
+    dialect_lines(MESSAGES, "Messages history", valid, {"model": "claude-sonnet-4-5", **thinking, "messages": history}, remembered, repeat)
+
+
+def dialect_lines(dialect: Dialect, label: str, valid: dict, broken: dict, remembered: dict[str, Turn], repeat: int) -> None:
+    """A dialect's two lines: plan (the clean check) of ``valid`` and plan + repair of ``broken`` with what the store
+    would answer for the plan's ids, each against ``orjson.loads`` of the same body in the same run."""
+    profile, policy = dialect.profile("openai" if dialect is RESPONSES else "anthropic"), Policy()
+    valid_bytes = orjson.dumps(valid)
+    parsed_valid = orjson.loads(valid_bytes)
+    assert dialect.plan(parsed_valid, profile) is None, "the valid history must need no plan"
+    parse_valid = per_call_us(lambda: orjson.loads(valid_bytes), repeat)
+    check_valid = per_call_us(lambda: dialect.plan(parsed_valid, profile), repeat)
+
+    broken_bytes = orjson.dumps(broken)
     parsed_broken = orjson.loads(broken_bytes)
-    planned = RESPONSES.plan(parsed_broken, profile)
+    planned = dialect.plan(parsed_broken, profile)
     assert planned is not None
     recalled = {key: remembered[key] for key in planned.recall if key in remembered}  # what the store answers
 
     def plan_and_repair() -> object:
-        plan = RESPONSES.plan(parsed_broken, profile)
+        plan = dialect.plan(parsed_broken, profile)
         assert plan is not None
         return plan.repair(recalled, policy)
 
     outcome = planned.repair(recalled, policy)
+    assert outcome.rejected is None, outcome.rejected
     assert orjson.loads(broken_bytes) == parsed_broken, "the repair must not change its input"
     codes: dict[str, int] = {}
     for finding in outcome.findings:
@@ -234,10 +301,11 @@ def responses(rng: random.Random, repeat: int) -> None:
     parse_broken = per_call_us(lambda: orjson.loads(broken_bytes), repeat)
     fix_broken = per_call_us(plan_and_repair, repeat)
 
-    print(f"valid Responses input:  2,000 items, {len(valid_bytes):,} bytes")
+    key = dialect.history_key
+    print(f"valid {label}:  {len(valid[key]):,} entries, {len(valid_bytes):,} bytes")
     print(f"  orjson.loads          {parse_valid:9.1f} us")
     print(f"  plan (clean check)    {check_valid:9.1f} us   ratio to parse {check_valid / parse_valid:5.2f}  (target <= 1.0)")
-    print(f"broken Responses input: {len(items):,} items, {len(broken_bytes):,} bytes, {len(outcome.findings)} findings {codes}")
+    print(f"broken {label}: {len(broken[key]):,} entries, {len(broken_bytes):,} bytes, {len(outcome.findings)} findings {codes}")
     print(f"  orjson.loads          {parse_broken:9.1f} us")
     print(f"  plan + repair         {fix_broken:9.1f} us   ratio to parse {fix_broken / parse_broken:5.2f}  ({fix_broken / 1000:.2f} ms, target < 10 ms)")
 
