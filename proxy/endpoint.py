@@ -75,11 +75,11 @@ def endpoint(dialect: Dialect) -> Handler:
         line = line_of(request.scope)
         headers, query = request.headers.raw, request.scope["query_string"]
         try:
-            route, path = state.router.by_target(request.scope["raw_path"], query)
+            target = request.scope["raw_path"]
             # Refused before the body is read when no route the model could pick would admit this client.
-            state.access.check(headers, query, state.router.reachable(route))
+            state.access.check(headers, query, state.router.candidates(target, query))
             body, parsed, mended = await _read_request(request, dialect, state.settings)
-            route = state.router.by_model(route, parsed.get("model"))
+            route, path = state.router.select(target, query, parsed.get("model"))
             state.access.check(headers, query, (route,))
             scope = memory_scope(route.tenant(headers, query), dialect)
             line.tenant, line.profile = scope[:8], route.profile.name

@@ -17,7 +17,7 @@ async def pass_through(request: Request) -> Response | StreamRelay:
     state: ProxyState = request.app.state.proxy
     query = request.scope["query_string"]
     try:
-        route, path = state.router.by_target(request.scope["raw_path"], query)
+        route, path = state.router.select(request.scope["raw_path"], query)
         state.access.check(request.headers.raw, query, (route,))
     except (InvalidPath, Denied) as refusal:
         return refusal.response()

@@ -1,7 +1,7 @@
 """Which upstream a request goes to, and the path it asks for there: the one place that decides.
 
-A request is routed by its path prefix first (``/mistral/v1/...``), else to the default route; a chat
-completion on the default route then goes to the first route whose model pattern matches. Admission
+A request is routed by its path prefix first (``/mistral/v1/...``), else to the default route; a repaired
+request (any dialect) on the default route then goes to the first route whose model pattern matches. Admission
 (``proxy/access.py``) and the tenant (``UpstreamRoute.tenant``) follow the route selected here.
 
 The path is decided on the request target exactly as the client sent it (``raw_path``), and only a path
@@ -63,7 +63,9 @@ class UpstreamRoute:
 
 
 class Router:
-    """Selects: a path prefix, else the default route; then, for a chat completion, a model pattern."""
+    """Selects a request's route: a path prefix, else the default route; then, on the default route, the first
+    route whose model pattern matches the body's model. ``select`` is the decision; ``candidates`` says, before
+    a body is read, every route the request could still end on (admission is checked against them first)."""
 
     def __init__(self, default: UpstreamRoute, routes: tuple[UpstreamRoute, ...] = ()) -> None:
         self.default = default
@@ -72,7 +74,17 @@ class Router:
         self._prefixes = tuple((route.prefix.encode() + VERSION + b"/", route) for route in routes if route.prefix is not None)
         self._by_model = tuple(route for route in routes if route.model is not None)
 
-    def by_target(self, raw_path: bytes, query: bytes) -> tuple[UpstreamRoute, bytes]:
+    def select(self, raw_path: bytes, query: bytes, model: object = None) -> tuple[UpstreamRoute, bytes]:
+        """The route of a request target and body model, and the path to ask for below the upstream's base URL
+        (``/chat/completions``). Raises ``InvalidPath`` for a target that is not safe to forward."""
+        route, path = self._by_path(raw_path, query)
+        return self._by_model(route, model), path
+
+    def candidates(self, raw_path: bytes, query: bytes) -> tuple[UpstreamRoute, ...]:
+        """Every route a request with this target may end on once its body's model is known."""
+        return self._reachable(self._by_path(raw_path, query)[0])
+
+    def _by_path(self, raw_path: bytes, query: bytes) -> tuple[UpstreamRoute, bytes]:
         """The route a request target selects by its path, and the path to ask for below the upstream's base
         URL (``/chat/completions``). Raises ``InvalidPath`` for a target that is not safe to forward."""
         if query and not QUERY_CHARACTERS.fullmatch(query):
@@ -85,14 +97,14 @@ class Router:
         # Starlette matched the decoded path; the raw one disagrees (an encoded '/' in the prefix or version).
         raise InvalidPath("the route prefix and /v1/ must be sent unencoded")
 
-    def by_model(self, route: UpstreamRoute, model: object) -> UpstreamRoute:
-        """A chat completion's final route: on the default route, the first model route that matches."""
+    def _by_model(self, route: UpstreamRoute, model: object) -> UpstreamRoute:
+        """The final route of a request selected by path: on the default route, the first model route that matches."""
         if route is not self.default or not self._by_model:
             return route
         return next((candidate for candidate in self._by_model if candidate.matches_model(model)), route)
 
-    def reachable(self, route: UpstreamRoute) -> tuple[UpstreamRoute, ...]:
-        """Every route a chat completion selected by path may end on, once its model is known."""
+    def _reachable(self, route: UpstreamRoute) -> tuple[UpstreamRoute, ...]:
+        """Every route a request selected by path may end on, once its model is known."""
         return (route, *self._by_model) if route is self.default else (route,)
 
 

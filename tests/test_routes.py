@@ -24,6 +24,25 @@ ORPHAN = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c
 ANSWER = {"id": "c", "object": "chat.completion", "choices": []}
 
 
+@pytest.mark.parametrize(("path", "body"), [
+    ("/responses", {"model": "deepseek-chat", "input": [{"type": "function_call_output", "call_id": "call_x", "output": "r"}]}),
+    ("/messages", {"model": "deepseek-chat", "max_tokens": 8, "messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_x", "content": "r"}]}]}),
+])
+async def test_every_repaired_endpoint_routes_by_prefix_and_model_the_same_way(tmp_path: Path, path: str, body: dict) -> None:
+    settings = settings_with_routes(tmp_path)
+    with respx.mock(assert_all_called=False) as mock:
+        by_model = mock.post("http://deepseek.test/v1" + path).respond(json={})
+        by_prefix = mock.post("http://mistral.test/v1" + path).respond(json={})
+        async with running_proxy(settings) as proxy:
+            routed = await proxy.client.post("/v1" + path, json=body, headers=AUTH)
+            prefixed = await proxy.client.post("/mistral/v1" + path, json=body, headers={"authorization": "Bearer client-key"})
+            refused = await proxy.client.post("/mistral/v1" + path, json=body, headers=AUTH)
+    assert routed.status_code == prefixed.status_code == 200 and by_model.called and by_prefix.called
+    assert "TM101=1" in routed.headers["x-toolmend-repairs"]  # repaired on the route its model selected
+    assert refused.status_code == 401  # the keyed prefix route admits only toolmend's client keys
+
+
 def routes_file(tmp_path: Path, text: str = ROUTES) -> str:
     path = tmp_path / "routes.toml"
     path.write_text(text)
@@ -116,8 +135,8 @@ async def test_a_prefix_matches_only_up_to_a_slash(tmp_path: Path) -> None:
         async with running_proxy(settings) as proxy:
             response = await proxy.client.get("/mistralx/v1/models", headers=AUTH)
             router = proxy.state.router
-            assert router.by_target(b"/mistral/v1/models", b"")[0] is router.routes[0]
-            assert router.by_target(b"/mistralx/v1/models", b"") == (router.routes[1], b"/models")
+            assert router.select(b"/mistral/v1/models", b"")[0] is router.routes[0]
+            assert router.select(b"/mistralx/v1/models", b"") == (router.routes[1], b"/models")
     assert response.status_code == 200
     assert longer.called and not short.called
 
