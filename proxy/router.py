@@ -78,7 +78,7 @@ class Router:
         """The route of a request target and body model, and the path to ask for below the upstream's base URL
         (``/chat/completions``). Raises ``InvalidPath`` for a target that is not safe to forward."""
         route, path = self._by_path(raw_path, query)
-        return self._by_model(route, model), path
+        return self._model_route(route, model), path
 
     def candidates(self, raw_path: bytes, query: bytes) -> tuple[UpstreamRoute, ...]:
         """Every route a request with this target may end on once its body's model is known."""
@@ -97,7 +97,7 @@ class Router:
         # Starlette matched the decoded path; the raw one disagrees (an encoded '/' in the prefix or version).
         raise InvalidPath("the route prefix and /v1/ must be sent unencoded")
 
-    def _by_model(self, route: UpstreamRoute, model: object) -> UpstreamRoute:
+    def _model_route(self, route: UpstreamRoute, model: object) -> UpstreamRoute:
         """The final route of a request selected by path: on the default route, the first model route that matches."""
         if route is not self.default or not self._by_model:
             return route
