@@ -14,15 +14,24 @@ from typing import Any, TextIO
 
 import orjson
 
-from proxy.dialects import CHAT, RESPONSES, Dialect
+from proxy.dialects import CHAT, MESSAGES, RESPONSES, Dialect
+from proxy.dialects.messages import surrogates
+from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
 from proxy.dialects.responses.rules import ITEM_RULES
 from proxy.repair import Policy, Result
 from proxy.repair.catalog import all_rules, describe
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import calls_by_source, summarize_calls
+from proxy.repair.rule import Described
 
 #: ``--api``: the dialect that reads every document, or ``auto`` (by each document's shape).
-APIS: dict[str, Dialect] = {"chat": CHAT, "responses": RESPONSES}
+APIS: dict[str, Dialect] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES}
+#: What a body of each dialect holds, for the error about a document that holds none of it.
+SHAPES = {CHAT.name: "a chat-completions body with 'messages' or a list of messages",
+          RESPONSES.name: "a Responses body with 'input' or a list of input items",
+          MESSAGES.name: "an Anthropic Messages body with 'messages' or a list of messages"}
+#: Marks of an Anthropic Messages history that a chat history never has (and the other way round).
+ANTHROPIC_BLOCKS = frozenset(("tool_use", "tool_result", "thinking", "redacted_thinking"))
 
 
 class Unreadable(Exception):
@@ -67,20 +76,25 @@ def _document(number: int, value: Any, api: str) -> Document:
         return Document(number, {dialect.history_key: value}, bare_list=True, dialect=dialect)
     if type(value) is dict and dialect.history_key in value:
         return Document(number, value, bare_list=False, dialect=dialect)
-    if dialect is RESPONSES:
-        raise Unreadable(f"document {number}: expected a Responses body with 'input' or a list of input items")
-    raise Unreadable(f"document {number}: expected a chat-completions body with 'messages' or a list of messages")
+    raise Unreadable(f"document {number}: expected {SHAPES[dialect.name]}")
 
 
 def _shape_of(number: int, value: Any) -> Dialect:
-    """``--api auto``: a body with ``input`` (and no ``messages``) is a Responses body; a body with ``messages``
-    and a bare list are chat."""
+    """``--api auto``: a body with ``input`` (and no ``messages``) is a Responses body; a history (a body's
+    ``messages``, or a bare list) is Anthropic Messages when the body has a top-level ``system`` or a message
+    holds a ``tool_use``, ``tool_result`` or thinking block, else chat."""
     if type(value) is dict and "input" in value and "messages" not in value:
         return RESPONSES
-    if type(value) is list or (type(value) is dict and "messages" in value):
-        return CHAT
+    history = value if type(value) is list else value.get("messages") if type(value) is dict else None
+    if type(history) is list:
+        return MESSAGES if (type(value) is dict and "system" in value) or _has_blocks(history) else CHAT
     raise Unreadable(f"document {number}: expected a chat-completions body with 'messages', a Responses body with 'input', "
                      "or a list of messages")
+
+
+def _has_blocks(history: list[Any]) -> bool:
+    return any(type(m) is dict and type(m.get("content")) is list
+               and any(type(b) is dict and b.get("type") in ANTHROPIC_BLOCKS for b in m["content"]) for m in history)
 
 
 def check_document(doc: Document, profile: str, policy: Policy) -> Result:
@@ -139,11 +153,14 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
 
 
 def list_rules(out: TextIO) -> int:
-    """Every rule: the chat rules (the structural ones run on every dialect's history), then the Responses API's own."""
+    """Every rule: the chat rules (the structural ones run on every dialect's history), then the Responses API's
+    and Anthropic Messages' own."""
     for doc in all_rules():
         scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
-    for doc in (describe(rule) for rule in ITEM_RULES):
-        out.write(f"{doc.code}  {doc.name} [api: responses]  ({', '.join(doc.answers)})\n    {doc.summary}\n")
+    dialect_rules: tuple[tuple[str, tuple[Described, ...]], ...] = (("responses", ITEM_RULES), ("messages", (*MESSAGES_RULES, surrogates)))
+    for api, rules in dialect_rules:
+        for doc in (describe(rule) for rule in rules):
+            out.write(f"{doc.code}  {doc.name} [api: {api}]  ({', '.join(doc.answers)})\n    {doc.summary}\n")
     return 0
 

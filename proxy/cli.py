@@ -11,6 +11,7 @@ from proxy import __version__, logs
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, flag, load
 from proxy.metrics import MULTIPROCESS_ENV
 from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy
+from proxy.repair.findings import THINKING_POLICIES
 
 #: Seconds in-flight requests and streams get to finish after SIGTERM before the server exits.
 GRACEFUL_SHUTDOWN_SECONDS = 10
@@ -29,13 +30,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             serve.add_argument(option.flag, dest=option.name, default=None, help=described)
 
-    check = commands.add_parser("check", help="lint chat-completions and Responses API request bodies")
+    check = commands.add_parser("check", help="lint Chat Completions, Responses API and Anthropic Messages request bodies")
     check.add_argument("file", nargs="?", default="-", help="a request body, a message or input item list, or JSON Lines; - for stdin")
-    check.add_argument("--api", choices=("auto", "chat", "responses"), default="auto",
-                       help="how to read each document: chat (messages), responses (input), or auto by its shape (a bare list is chat)")
+    check.add_argument("--api", choices=("auto", "chat", "responses", "messages"), default="auto",
+                       help="how to read each document: chat (messages), responses (input), messages (Anthropic), or auto by its "
+                            "shape (input: responses; Anthropic blocks or a top-level system: messages; else chat)")
     check.add_argument("--fix", action="store_true", help="print the repaired JSON instead of the findings")
     check.add_argument("--format", choices=("table", "json"), default="table", help="how to print findings")
     check.add_argument("--policy", choices=ORPHAN_POLICIES, default="synthesize", help="what to do with unknown orphan tool results")
+    check.add_argument("--thinking-policy", choices=THINKING_POLICIES, default="drop",
+                       help="Anthropic: thinking a repaired final tool turn needs but memory lacks: drop it for the request, or reject")
     check.add_argument("--profile", choices=sorted(PROFILES), default="openai", help="provider profile")
     check.add_argument("--list-rules", action="store_true", help="print every repair rule and exit")
 
@@ -45,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.list_rules:
             return checking.list_rules(sys.stdout)
-        return checking.run(args.file, sys.stdin, sys.stdout, args.fix, args.format, args.profile, Policy(orphans=args.policy), args.api)
+        return checking.run(args.file, sys.stdin, sys.stdout, args.fix, args.format, args.profile, Policy(orphans=args.policy, thinking=args.thinking_policy),
+                            args.api)
     try:
         settings = load(vars(args))
     except ConfigError as exc:

@@ -296,4 +296,46 @@ def test_list_rules_lists_the_responses_rules_too(capsys):
     for code in ("TM401", "TM402", "TM403", "TM404", "TM405", "TM406", "TM407"):
         [line] = [line for line in out if line.startswith(code + " ")]
         assert "[api: responses]" in line
-    assert out[-2].startswith("TM407  unstored-ids [api: responses]  (RS-7, RS-19)")
+    assert "TM407  unstored-ids [api: responses]  (RS-7, RS-19)" in out
+    for code in [f"TM5{n:02}" for n in range(1, 13)]:
+        [line] = [line for line in out if line.startswith(code + " ")]
+        assert "[api: messages]" in line
+    assert out[-2].startswith("TM512  lone-surrogate [api: messages]  (AM-21)")
+
+
+ANTHROPIC_BODY = {"model": "claude", "max_tokens": 8, "messages": [
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "functions.weather:0", "name": "weather", "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "functions.weather:0", "content": "18C"}]}]}
+
+
+@pytest.mark.parametrize("api", ["auto", "messages"])
+def test_check_reads_anthropic_messages_bodies(tmp_path, capsys, api):
+    path = tmp_path / "messages.json"
+    path.write_bytes(orjson.dumps(ANTHROPIC_BODY))
+    assert main(["check", "--api", api, str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "messages[1]  TM501 tool-use-id-pattern" in out and "functions_weather_0" in out
+    assert main(["check", "--api", api, "--fix", str(path)]) == 1
+    fixed = orjson.loads(capsys.readouterr().out)
+    assert fixed["messages"][1]["content"][0]["id"] == fixed["messages"][2]["content"][0]["tool_use_id"] == "functions_weather_0"
+
+
+def test_check_auto_tells_a_chat_history_from_an_anthropic_one(tmp_path, capsys):
+    chat = tmp_path / "chat.json"
+    chat.write_bytes(orjson.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_1", "content": "18C"}]))
+    assert main(["check", str(chat)]) == 1
+    assert "messages[1]  TM101 orphan-tool-message" in capsys.readouterr().out
+    system = tmp_path / "system.json"
+    system.write_bytes(orjson.dumps({"system": "Be brief.", "messages": [{"role": "user", "content": ""}]}))
+    assert main(["check", str(system)]) == 1  # Anthropic's top-level system: read as Messages (AM-17)
+    assert "TM504 empty-text" in capsys.readouterr().out
+
+
+def test_check_thinking_policy_reject_refuses_a_turn_without_thinking(tmp_path, capsys):
+    body = {**ANTHROPIC_BODY, "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    path = tmp_path / "thinking.json"
+    path.write_bytes(orjson.dumps(body))
+    assert main(["check", "--thinking-policy", "reject", str(path)]) == 1
+    [row] = [line for line in capsys.readouterr().out.splitlines() if "TM510 thinking-required" in line]
+    assert "rejected" in row

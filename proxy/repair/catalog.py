@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from proxy.repair.profiles import PROFILES
-from proxy.repair.rule import RepairRule
+from proxy.repair.rule import Described, RepairRule
 from proxy.repair.rules import FINAL, UNIVERSAL
 
 #: A rule's docstring: the broken history (``Bad:``), what memory holds (``Recalled:``), the repaired history
@@ -31,7 +31,7 @@ class RuleDoc:
     request: dict[str, Any] = field(default_factory=dict)  # the request's fields beside its history
 
 
-def describe(rule: RepairRule, profiles: tuple[str, ...] = ()) -> RuleDoc:
+def describe(rule: Described, profiles: tuple[str, ...] = ()) -> RuleDoc:
     doc = rule.__doc__ or ""
     summary = " ".join(doc.split("\n\n")[0].split())
     sections: dict[str, list[str]] = {name: [] for name in SECTIONS}

@@ -20,10 +20,14 @@ class Rule:
     answers: tuple[str, ...]
 
 
-class RepairRule(Protocol):
-    """A rule module: ``RULE`` and ``apply``, which finds the problem in ``ctx`` and fixes or refuses it."""
+class Described(Protocol):
+    """A module that carries a rule's identity and its Bad/Good docstring (the catalogue reads it)."""
 
     RULE: Rule
+
+
+class RepairRule(Described, Protocol):
+    """A rule module: ``RULE`` and ``apply``, which finds the problem in ``ctx`` and fixes or refuses it."""
 
     def apply(self, ctx: Context) -> None: ...
 
