@@ -1,4 +1,5 @@
-"""Everything under ``/v1/`` other than chat completions: forwarded unchanged, bodies streamed both ways."""
+"""Everything under ``/v1/`` that no dialect repairs: forwarded unchanged, bodies streamed both ways. toolmend's own
+errors here (401, 502...) come in the shape of the path's protocol: Anthropic's under ``/v1/messages/``."""
 
 import time
 
@@ -6,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.access import Denied
+from proxy.dialects import error_shape
 from proxy.forward import UpstreamError
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, stream_through
@@ -20,7 +22,7 @@ async def pass_through(request: Request) -> Response | StreamRelay:
         route, path = state.router.select(request.scope["raw_path"], query)
         state.access.check(request.headers.raw, query, (route,))
     except (InvalidPath, Denied) as refusal:
-        return refusal.response()
+        return refusal.response(error_shape(request.url.path))
     declared = request.headers.get("content-length")
     length = int(declared) if declared is not None and declared.isdigit() else None
     has_body = length is not None or "transfer-encoding" in request.headers
@@ -36,6 +38,6 @@ async def pass_through(request: Request) -> Response | StreamRelay:
         )
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
-        return exc.response()
+        return exc.response(error_shape(request.url.path))
     observe_upstream(state.metrics, line_of(request.scope), "passthrough", answer, started)
     return stream_through(answer)

@@ -204,6 +204,19 @@ async def test_upstream_failures_are_openai_shaped(upstream, exc, status, code):
     assert error_of(response)["code"] == code
 
 
+@pytest.mark.parametrize("path", ["/messages/count_tokens", "/messages/batches/msgbatch_1"])
+async def test_toolmend_s_pass_through_errors_under_messages_are_anthropic_shaped(upstream, path):
+    upstream.post(path).mock(side_effect=httpx.ConnectError("refused"))
+    settings = make_settings(upstream_api_key="sk-proxy-upstream", api_keys=frozenset({"tm-1"}))
+    async with running_proxy(settings) as proxy:
+        failed = await proxy.client.post("/v1" + path, json={}, headers={"x-api-key": "tm-1"})
+        denied = await proxy.client.post("/v1" + path, json={}, headers={"x-api-key": "not-a-toolmend-key"})
+        elsewhere = await proxy.client.get("/v1/models", headers={"x-api-key": "not-a-toolmend-key"})
+    assert failed.status_code == 502 and failed.json() == {"type": "error", "error": {"type": "api_error", "message": failed.json()["error"]["message"]}}
+    assert denied.status_code == 401 and denied.json()["type"] == "error" and denied.json()["error"]["type"] == "authentication_error"
+    assert elsewhere.status_code == 401 and error_of(elsewhere)["code"] == "invalid_api_key"  # OpenAI's shape outside /v1/messages
+
+
 async def test_health_and_readiness_need_no_key_and_never_go_upstream(upstream):
     route = upstream.route().mock(return_value=httpx.Response(200))
     settings = make_settings(upstream_api_key="sk-proxy-upstream", api_keys=frozenset({"tm-1"}))
