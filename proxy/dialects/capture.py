@@ -39,6 +39,20 @@ class Capture(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Readers:
+    """A ``Capture`` made of a dialect's two readers: a function for JSON bodies, a reader class for streams."""
+
+    json: Callable[[bytes], list[Turn]]
+    events: Callable[[int | None], StreamReader]
+
+    def from_json(self, body: bytes) -> list[Turn]:
+        return self.json(body)
+
+    def stream(self, max_bytes: int | None) -> StreamReader:
+        return self.events(max_bytes)
+
+
+@dataclass(frozen=True, slots=True)
 class CaptureLimit:
     """How many bytes of one answer capture may read, and whom to tell when an answer is larger.
 

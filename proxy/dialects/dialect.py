@@ -81,6 +81,20 @@ class Dialect(Protocol):
         ...
 
 
+class ListHistory:
+    """What the dialects share: a history that is a list under ``history_key``, and invalid JSON refused as sent
+    (a dialect with a known fix for some invalid bodies overrides ``mend``)."""
+
+    history_key: str
+
+    def history_length(self, body: dict[str, Any]) -> int:
+        history = body.get(self.history_key)
+        return len(history) if type(history) is list else 0
+
+    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
+        return None
+
+
 def rejection(finding: Finding, render: Render, where: str, param: str | None) -> Response:
     """A refused repair in ``render``'s shape: the rule, the position as the client wrote it (``where``), and why."""
     why = " under the configured orphan policy (--orphan-policy)" if finding.code == orphan_tool_message.RULE.code else ""

@@ -6,7 +6,7 @@ client's bytes go upstream as sent); otherwise the plan names the call ids to re
 them from memory in one round trip, and hands the turns to ``Plan.repair``, which does not check again.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from proxy.repair.context import Context, Recalled
 from proxy.repair.findings import Finding, Policy
 from proxy.repair.history import orphan_call_ids
 from proxy.repair.profiles import Profile, get_profile
+from proxy.repair.rule import RepairRule
 from proxy.repair.rules import FINAL, UNIVERSAL, malformed_message
 from proxy.turns import Turn
 
@@ -107,14 +108,21 @@ def repair(body: Any, recalled: Recalled = NOTHING_RECALLED, profile: str | Prof
     return Result(body, ()) if planned is None else planned.repair(recalled, policy)
 
 
+def refused(ctx: Context, rules: Iterable[RepairRule]) -> bool:
+    """Apply ``rules`` in order; True as soon as one refuses the request (``ctx.rejected``), the rest not run."""
+    for rule in rules:
+        rule.apply(ctx)
+        if ctx.rejected is not None:
+            return True
+    return False
+
+
 def run(body: dict[str, Any], recalled: Recalled, profile: Profile, policy: Policy) -> Result:
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
     ctx = Context(repaired["messages"], repaired.get("tools"), recalled, policy, profile)
     try:
-        for rule in (*UNIVERSAL, *profile.rules, *FINAL):
-            rule.apply(ctx)
-            if ctx.rejected is not None:
-                return Result(body, tuple(ctx.findings), ctx.rejected)
+        if refused(ctx, (*UNIVERSAL, *profile.rules, *FINAL)):
+            return Result(body, tuple(ctx.findings), ctx.rejected)
     except orjson.JSONEncodeError:  # orjson reads 1,024 levels but writes only 255: a value too deep to re-encode
         finding = Finding(malformed_message.RULE.code, malformed_message.RULE.name, 0, "rejected", TOO_DEEP)
         return Result(body, (*ctx.findings, finding), finding)

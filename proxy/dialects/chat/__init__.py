@@ -6,17 +6,16 @@ of ``proxy/repair/profiles.py``, its answers are captured by ``capture.py`` and 
 
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from proxy.dialects.chat.capture import CAPTURE
-from proxy.dialects.dialect import rejection
+from proxy.dialects.dialect import ListHistory, rejection
 from proxy.errors import error_response
 from proxy.repair import Finding, Plan, Profile, get_profile, plan
 from proxy.turns import Dialect as DialectName
 
 
-class ChatDialect:
+class ChatDialect(ListHistory):
     name: DialectName = "chat"
     path = "/chat/completions"
     history_key = "messages"
@@ -26,18 +25,11 @@ class ChatDialect:
     def profile(self, name: str) -> Profile:
         return get_profile(name)
 
-    def history_length(self, body: dict[str, Any]) -> int:
-        messages = body.get("messages")
-        return len(messages) if type(messages) is list else 0
-
     def plan(self, body: dict[str, Any], profile: Profile) -> Plan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, error_response, f"messages[{finding.index}]", f"messages.[{finding.index}]")
-
-    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> None:
-        return None  # invalid JSON is the client's to fix: OpenAI refuses it too
 
 
 CHAT = ChatDialect()

@@ -26,10 +26,11 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.capture import Readers
 from proxy.dialects.sse import BOM, EventStreamReader
 from proxy.turns import Turn, make_turn
 
-__all__ = ["CAPTURE", "ChatCapture", "StreamCapture", "turns_from_json"]
+__all__ = ["CAPTURE", "StreamCapture", "turns_from_json"]
 
 _loads = orjson.loads
 # Keys of a streamed call delta that are rebuilt explicitly rather than merged as opaque extras; ``index``
@@ -280,14 +281,5 @@ class StreamCapture(EventStreamReader):
         return out
 
 
-class ChatCapture:
-    """The chat dialect's capture (``proxy.dialects.capture.Capture``)."""
-
-    def from_json(self, body: bytes) -> list[Turn]:
-        return turns_from_json(body)
-
-    def stream(self, max_bytes: int | None) -> StreamCapture:
-        return StreamCapture(max_bytes)
-
-
-CAPTURE = ChatCapture()
+#: The dialect's capture (``proxy.dialects.capture.Capture``).
+CAPTURE = Readers(turns_from_json, StreamCapture)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from proxy.dialects.dialect import rejection
+from proxy.dialects.dialect import ListHistory, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
@@ -23,7 +23,7 @@ from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
 
 
-class MessagesDialect:
+class MessagesDialect(ListHistory):
     name: DialectName = "messages"
     path = "/messages"
     history_key = "messages"
@@ -32,10 +32,6 @@ class MessagesDialect:
 
     def profile(self, name: str) -> Profile:
         return messages_profile(name)
-
-    def history_length(self, body: dict[str, Any]) -> int:
-        messages = body.get("messages")
-        return len(messages) if type(messages) is list else 0
 
     def plan(self, body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
         return plan(body, profile)

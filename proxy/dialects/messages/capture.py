@@ -25,11 +25,12 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.capture import Readers
 from proxy.dialects.messages.blocks import Block, is_tool_use
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
 
-__all__ = ["CAPTURE", "MessagesCapture", "MessagesStreamCapture", "turns_from_json"]
+__all__ = ["CAPTURE", "MessagesStreamCapture", "turns_from_json"]
 
 
 def _turn(blocks: list[Block], message_id: str | None) -> Turn | None:
@@ -197,14 +198,5 @@ class MessagesStreamCapture(EventStreamReader):
         return [] if turn is None else [turn]
 
 
-class MessagesCapture:
-    """The Messages dialect's capture (``proxy.dialects.capture.Capture``)."""
-
-    def from_json(self, body: bytes) -> list[Turn]:
-        return turns_from_json(body)
-
-    def stream(self, max_bytes: int | None) -> MessagesStreamCapture:
-        return MessagesStreamCapture(max_bytes)
-
-
-CAPTURE = MessagesCapture()
+#: The dialect's capture (``proxy.dialects.capture.Capture``).
+CAPTURE = Readers(turns_from_json, MessagesStreamCapture)

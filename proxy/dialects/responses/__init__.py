@@ -8,10 +8,9 @@ Responses rules of ``rules/``; ``profiles.py`` says where outputs must stand. Er
 
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
-from proxy.dialects.dialect import rejection
+from proxy.dialects.dialect import ListHistory, rejection
 from proxy.dialects.responses.capture import CAPTURE
 from proxy.dialects.responses.plan import ResponsesPlan, plan
 from proxy.dialects.responses.profiles import responses_profile
@@ -20,7 +19,7 @@ from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
 
 
-class ResponsesDialect:
+class ResponsesDialect(ListHistory):
     name: DialectName = "responses"
     path = "/responses"
     history_key = "input"
@@ -30,18 +29,11 @@ class ResponsesDialect:
     def profile(self, name: str) -> Profile:
         return responses_profile(name)
 
-    def history_length(self, body: dict[str, Any]) -> int:
-        items = body.get("input")
-        return len(items) if type(items) is list else 0
-
     def plan(self, body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, error_response, f"input[{finding.index}]", f"input[{finding.index}]")
-
-    def mend(self, body: bytes, error: orjson.JSONDecodeError) -> None:
-        return None  # invalid JSON is the client's to fix: OpenAI refuses it too
 
 
 RESPONSES = ResponsesDialect()

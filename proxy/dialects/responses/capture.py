@@ -22,11 +22,12 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.capture import Readers
 from proxy.dialects.responses.items import is_call, recall_key
 from proxy.dialects.sse import BOM, EventStreamReader
 from proxy.turns import Turn
 
-__all__ = ["CAPTURE", "ResponsesCapture", "ResponsesStreamCapture", "turns_from_json"]
+__all__ = ["CAPTURE", "ResponsesStreamCapture", "turns_from_json"]
 
 
 _TERMINAL = frozenset(("response.completed", "response.incomplete", "response.failed"))
@@ -134,14 +135,5 @@ class ResponsesStreamCapture(EventStreamReader):
             return []
 
 
-class ResponsesCapture:
-    """The Responses dialect's capture (``proxy.dialects.capture.Capture``)."""
-
-    def from_json(self, body: bytes) -> list[Turn]:
-        return turns_from_json(body)
-
-    def stream(self, max_bytes: int | None) -> ResponsesStreamCapture:
-        return ResponsesStreamCapture(max_bytes)
-
-
-CAPTURE = ResponsesCapture()
+#: The dialect's capture (``proxy.dialects.capture.Capture``).
+CAPTURE = Readers(turns_from_json, ResponsesStreamCapture)

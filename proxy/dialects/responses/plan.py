@@ -15,35 +15,16 @@ from proxy.dialects.responses.rules import ITEM_RULES
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import read, view_turn, write
 from proxy.repair.context import Context, Recalled
-from proxy.repair.engine import Result
+from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
 from proxy.repair.rule import RepairRule
-from proxy.repair.rules import (
-    duplicate_call_id,
-    duplicate_tool_result,
-    empty_history,
-    interleaved_message,
-    long_call_id,
-    misplaced_tool_result,
-    orphan_tool_message,
-    tool_result_without_id,
-    unanswered_tool_call,
-)
+from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id
 from proxy.turns import dialect_of
 
-#: The structural rules, in the order chat runs them. A run of calls is one view entry already, so parallel
-#: calls are never split apart here (TM105 has nothing to do).
-VIEW_RULES: tuple[RepairRule, ...] = (
-    tool_result_without_id,
-    duplicate_call_id,
-    orphan_tool_message,
-    interleaved_message,
-    misplaced_tool_result,
-    duplicate_tool_result,
-    unanswered_tool_call,
-    long_call_id,
-)
+#: The structural rules (a run of calls is one view entry already, so TM105 finds nothing to merge), then TM208
+#: over the ids, with the Responses API's 64-character limit (RS-14).
+VIEW_RULES: tuple[RepairRule, ...] = (*STRUCTURAL, long_call_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +39,10 @@ class ResponsesPlan:
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = {key: view_turn(turn) for key, turn in recalled.items() if dialect_of(turn) == "responses"}
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, origin, self.body)
-        if _rejected(ctx, VIEW_RULES):
+        if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin, self.profile.adjacent_results), recalled
-        if _rejected(ctx, (*ITEM_RULES, empty_history)):
+        if refused(ctx, (*ITEM_RULES, empty_history)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
@@ -78,14 +59,6 @@ class ResponsesPlan:
         held = items if previous is None else previous.get("items", ())
         answering = (call_id_of(item) for item in held if (is_output(item) if previous is None else is_call(item)))
         return frozenset(cid for cid in answering if cid is not None and cid not in declared)
-
-
-def _rejected(ctx: Context, rules: tuple[RepairRule, ...]) -> bool:
-    for rule in rules:
-        rule.apply(ctx)
-        if ctx.rejected is not None:
-            return True
-    return False
 
 
 def plan(body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:

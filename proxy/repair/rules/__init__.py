@@ -54,5 +54,18 @@ UNIVERSAL: tuple[RepairRule, ...] = (
     long_call_id,
 )
 
+#: The structural rules, in chat's order: what every dialect runs over its neutral view (pairing calls and
+#: results: TM101-TM108). Each dialect adds its own around them; where results may stand is the profile's.
+STRUCTURAL: tuple[RepairRule, ...] = (
+    tool_result_without_id,
+    split_parallel_turn,
+    duplicate_call_id,
+    orphan_tool_message,
+    interleaved_message,
+    misplaced_tool_result,
+    duplicate_tool_result,
+    unanswered_tool_call,
+)
+
 # After every other rule, the profile's included: the one decision about what they left of the history.
 FINAL: tuple[RepairRule, ...] = (empty_history,)
