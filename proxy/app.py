@@ -74,7 +74,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             await memory.close()
 
     # Every repaired endpoint, at /v1 and under each route prefix; everything else under /v1/ passes through.
-    repaired = [(dialect.path, endpoint(dialect)) for dialect in DIALECTS]
+    repaired = [(path, handle) for dialect in DIALECTS for handle in (endpoint(dialect),) for path in dialect.paths]
     prefixed = [
         route
         for spec in settings.routes

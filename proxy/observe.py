@@ -30,7 +30,7 @@ QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted,
 
 
 #: The metrics label of each repaired endpoint: its dialect's name.
-REPAIRED_PATHS = {"/v1" + dialect.path: dialect.name for dialect in DIALECTS}
+REPAIRED_PATHS = {"/v1" + path: dialect.name for dialect in DIALECTS for path in dialect.paths}
 
 
 def route_of(path: str) -> str:

@@ -11,10 +11,10 @@ loopback.
 * A turn cancelled mid-tool (ESC) gets ``is_error`` results first in the next user message (AM-1); a window cut by
   trimming, so that results lead or lost their ``tool_use``, is repaired from memory (AM-4).
 * ``anthropic-version``, ``anthropic-beta`` and the client's key go upstream as sent; with an operator key the client
-  presents a toolmend key and the upstream gets the operator's, in the carrier the client used. ``count_tokens`` and
-  ``GET /v1/models`` pass through; a route prefix serves Anthropic clients beside chat ones. Errors are Anthropic's
+  presents a toolmend key and the upstream gets the operator's, in the carrier the client used. ``count_tokens`` is repaired
+  like ``/v1/messages`` (a valid one arrives as sent), ``GET /v1/models`` passes through; a route prefix serves Anthropic clients beside chat ones. Errors are Anthropic's
   envelope; a lone surrogate is mended (AM-21). Memory is per key.
-* Found, pinned as a strict xfail: count_tokens does not follow the model route its /v1/messages takes.
+* count_tokens is repaired like /v1/messages and follows the same model route (found as a bug, now pinned as a test).
 """
 
 from __future__ import annotations
@@ -396,6 +396,17 @@ def test_two_keys_do_not_recall_each_other_s_calls(proxy: str, rec: MessagesReco
     arrived_as_emitted(rec.last, rec.emitted_turns)
 
 
+def test_count_tokens_of_a_forgetful_history_is_repaired_like_its_messages(proxy: str, rec: MessagesRecorder, wire: Wire) -> None:
+    # Claude Code counts the history it is about to send: a count the upstream refuses (AM-4) would stop it as surely.
+    client = wire.client(proxy, "sk-ant-count-forgetful")
+    answer = client.messages.create(**request([user("Go")]))
+    history: list[Any] = [user("Go"), text_only(answer), results_for(answer)]
+    counted = client.messages.count_tokens(model=DEFAULT_MODEL, messages=history, tools=TOOLS)
+    assert rec.last.path == "/v1/messages/count_tokens" and rec.rejections == []
+    assert wire.last.headers["x-toolmend-repairs"] == "TM101=1" and counted.input_tokens > 0
+    arrived_as_emitted(rec.last, rec.emitted_turns)
+
+
 def test_count_tokens_and_models_pass_through_untouched(proxy: str, rec: MessagesRecorder, wire: Wire) -> None:
     client = wire.client(proxy, "sk-ant-passthrough")
     answer = client.messages.create(**request([user("Go")]))
@@ -413,7 +424,7 @@ def test_count_tokens_and_models_pass_through_untouched(proxy: str, rec: Message
 def test_a_route_prefix_serves_anthropic_clients_beside_the_default_route(upstream: tuple[str, MessagesRecorder], rec: MessagesRecorder,
                                                                          wire: Wire) -> None:
     """One toolmend for chat clients (the default route) and Anthropic clients (``ANTHROPIC_BASE_URL=<toolmend>/claude``):
-    under the prefix, /v1/messages is repaired and count_tokens passes through, to the prefix's upstream."""
+    under the prefix, /v1/messages and count_tokens go to the prefix's upstream (a valid count as sent)."""
     settings = Settings(upstream=f"http://127.0.0.1:{free_port()}/v1", routes=(RouteSpec(upstream=upstream[0] + "/v1", prefix="/claude"),))
     with serve(create_app(settings)) as url:
         client = wire.client(url + "/claude", "sk-ant-prefixed")
@@ -427,10 +438,6 @@ def test_a_route_prefix_serves_anthropic_clients_beside_the_default_route(upstre
         assert rec.rejections == []
 
 
-@pytest.mark.xfail(strict=True, raises=anthropic.InternalServerError, reason=(
-    "count_tokens ignores model routes: /v1/messages with model claude-strict-test goes to the [[route]] model = 'claude-*', "
-    "but /v1/messages/count_tokens with the same model is a pass-through, routed by path only (proxy/passthrough.py calls "
-    "Router.select without the body's model), so it goes to the default upstream (here unreachable: 502)"))
 def test_count_tokens_follows_the_model_route_of_its_messages(upstream: tuple[str, MessagesRecorder], rec: MessagesRecorder, wire: Wire) -> None:
     settings = Settings(upstream=f"http://127.0.0.1:{free_port()}/v1", routes=(RouteSpec(upstream=upstream[0] + "/v1", model="claude-*"),))
     with serve(create_app(settings)) as url:
@@ -510,8 +517,8 @@ def test_a_body_that_is_not_json_is_refused_in_anthropic_s_envelope(proxy: str, 
 
 @pytest.mark.parametrize("where", ["keyed-route-wrong-key", "unreachable-upstream"])
 def test_toolmend_s_errors_on_count_tokens_are_in_anthropic_s_envelope(keyed_proxy: str, unreachable_proxy: str, wire: Wire, where: str) -> None:
-    """count_tokens passes through, but what toolmend answers itself there (a refused key, an upstream it cannot reach)
-    is Anthropic's envelope, as on /v1/messages."""
+    """What toolmend answers itself on count_tokens (a refused key, an upstream it cannot reach) is Anthropic's envelope,
+    as on /v1/messages."""
     keyed = where == "keyed-route-wrong-key"
     client = wire.client(keyed_proxy if keyed else unreachable_proxy, "sk-ant-not-a-toolmend-key")
     with pytest.raises(anthropic.AuthenticationError if keyed else anthropic.InternalServerError) as failed:

@@ -47,6 +47,12 @@ class Dialect(Protocol):
         ...
 
     @property
+    def paths(self) -> tuple[str, ...]:
+        """Every endpoint below ``/v1`` whose body carries the same history (``path`` first): Messages'
+        ``count_tokens`` is repaired too, so it counts what will be sent and follows the same model route."""
+        ...
+
+    @property
     def history_key(self) -> str:
         """The body's history: ``messages``, or the Responses API's ``input``."""
         ...
@@ -82,10 +88,15 @@ class Dialect(Protocol):
 
 
 class ListHistory:
-    """What the dialects share: a history that is a list under ``history_key``, and invalid JSON refused as sent
-    (a dialect with a known fix for some invalid bodies overrides ``mend``)."""
+    """What the dialects share: a history that is a list under ``history_key``, one endpoint, and invalid JSON
+    refused as sent (a dialect with a known fix for some invalid bodies overrides ``mend``)."""
 
     history_key: str
+    path: str
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (self.path,)
 
     def history_length(self, body: dict[str, Any]) -> int:
         history = body.get(self.history_key)

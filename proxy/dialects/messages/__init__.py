@@ -26,6 +26,9 @@ from proxy.turns import Dialect as DialectName
 class MessagesDialect(ListHistory):
     name: DialectName = "messages"
     path = "/messages"
+    #: count_tokens carries the same history: repaired alike, it counts what /v1/messages will send, and a
+    #: history the upstream would refuse there (AM-4) is not refused here either.
+    paths = ("/messages", "/messages/count_tokens")
     history_key = "messages"
     capture = CAPTURE
     error = staticmethod(anthropic_error)
