@@ -22,7 +22,7 @@ async def pass_through(request: Request) -> Response | StreamRelay:
         route, path = state.router.select(request.scope["raw_path"], query)
         state.access.check(request.headers.raw, query, (route,))
     except (InvalidPath, Denied) as refusal:
-        return refusal.response(error_shape(request.url.path))
+        return refusal.response(error_shape(request.url.path, request.headers.raw))
     declared = request.headers.get("content-length")
     length = int(declared) if declared is not None and declared.isdigit() else None
     has_body = length is not None or "transfer-encoding" in request.headers
@@ -38,6 +38,6 @@ async def pass_through(request: Request) -> Response | StreamRelay:
         )
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
-        return exc.response(error_shape(request.url.path))
+        return exc.response(error_shape(request.url.path, request.headers.raw))
     observe_upstream(state.metrics, line_of(request.scope), "passthrough", answer, started)
     return stream_through(answer)

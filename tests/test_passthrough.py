@@ -212,9 +212,11 @@ async def test_toolmend_s_pass_through_errors_under_messages_are_anthropic_shape
         failed = await proxy.client.post("/v1" + path, json={}, headers={"x-api-key": "tm-1"})
         denied = await proxy.client.post("/v1" + path, json={}, headers={"x-api-key": "not-a-toolmend-key"})
         elsewhere = await proxy.client.get("/v1/models", headers={"x-api-key": "not-a-toolmend-key"})
+        anthropic_models = await proxy.client.get("/v1/models", headers={"x-api-key": "nope", "anthropic-version": "2023-06-01"})
     assert failed.status_code == 502 and failed.json() == {"type": "error", "error": {"type": "api_error", "message": failed.json()["error"]["message"]}}
     assert denied.status_code == 401 and denied.json()["type"] == "error" and denied.json()["error"]["type"] == "authentication_error"
     assert elsewhere.status_code == 401 and error_of(elsewhere)["code"] == "invalid_api_key"  # OpenAI's shape outside /v1/messages
+    assert anthropic_models.json()["error"]["type"] == "authentication_error"  # ... unless the client speaks Anthropic's API
 
 
 async def test_health_and_readiness_need_no_key_and_never_go_upstream(upstream):
