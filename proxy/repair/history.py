@@ -83,7 +83,7 @@ def is_empty_content(content: Any) -> bool:
 def orphan_call_ids(messages: Any) -> list[str]:
     """The ``tool_call_id`` of every tool message whose call is declared nowhere in the request (S2).
 
-    These are the ids worth recalling from memory (``recall_ids`` adds what profile rules look up), in
+    These are the ids worth recalling from memory (``plan`` adds what profile rules look up), in
     order of first appearance.
     """
     if type(messages) is not list:
