@@ -10,10 +10,13 @@ Results are judged by position, as Anthropic judges them: each ``tool_use`` answ
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.dialects.messages.blocks import THINKING_TYPES, TOOL_USE_ID_PATTERN, is_thinking, is_tool_use
+from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, TOOL_USE_ID_PATTERN, is_thinking, is_tool_use
 from proxy.dialects.messages.rules import empty_text, empty_thinking, thinking, unsigned_thinking
 from proxy.dialects.messages.view import blocks_of
 from proxy.repair.profiles import Profile
+
+#: THINKING_TYPES as a tuple: a ``type`` that is not a string (a list) is simply not in it (a set would raise).
+_THINKING = (THINKING, REDACTED_THINKING)
 
 
 @dataclass(slots=True)
@@ -21,6 +24,9 @@ class Inspection:
     broken: bool = False
     #: Call ids whose remembered turns the repair may need.
     wanted: list[str] = field(default_factory=list)
+    #: Positions of the messages a Messages rule that edits one message at a time (TM502-TM509) may change: the
+    #: repair runs those rules over these of the client's messages only (and over the messages the view rebuilt).
+    marked: set[int] = field(default_factory=set)
 
 
 def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
@@ -32,6 +38,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         return found
     strips_unsigned = unsigned_thinking in profile.rules
     valid_id = TOOL_USE_ID_PATTERN.fullmatch
+    mark = found.marked.add
     broken = False
     declared: set[str] = set()
     stray: list[str] = []  # results that answer no call of the assistant message just before them
@@ -46,7 +53,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         content: Any = message.get("content")
         kind_of_content = type(content)
         if role == "assistant":
-            broken = broken or bool(waiting) or content == ""  # AM-1 (no user message after the calls), AM-17
+            broken = broken or bool(waiting)  # AM-1 (no user message after the calls)
+            if content == "":
+                broken = True  # AM-17
+                mark(position)
             waiting, answered, leading = set(), set(), True
             if kind_of_content is str:
                 last = position
@@ -54,14 +64,17 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 continue
             last = position
             calls = False
-            thinking_first = bool(content) and type(content[0]) is dict and content[0].get("type") in THINKING_TYPES
+            thinking_first = bool(content) and type(content[0]) is dict and content[0].get("type") in _THINKING
             for block in content:
                 if type(block) is not dict:
-                    broken = broken or calls
+                    if calls:
+                        broken = True  # TM508
+                        mark(position)
                     continue
                 kind = block.get("type")
                 if "index" in block:
                     broken = True  # TM502
+                    mark(position)
                 if kind == "tool_use":
                     calls = True
                     cid = block.get("id")
@@ -72,25 +85,38 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                         waiting.add(cid)
                     if type(block.get("input")) is not dict:
                         broken = True  # TM503
+                        mark(position)
                     continue
                 if calls:
                     broken = True  # TM508: content after a call
+                    mark(position)
                 if kind == "thinking":
                     signature = block.get("signature")
                     if (not thinking_first or block.get("thinking") == ""  # TM509, TM505
                             or (strips_unsigned and (type(signature) is not str or not signature))):  # TM506
                         broken = True
+                        mark(position)
                 elif kind == "redacted_thinking":
-                    broken = broken or not thinking_first  # TM509
-                elif kind == "text" and block.get("text") == "":
-                    broken = True  # TM504
-            if content and type(content[-1]) is dict and content[-1].get("type") in THINKING_TYPES:
+                    if not thinking_first:
+                        broken = True  # TM509
+                        mark(position)
+                elif kind == "text":
+                    if block.get("text") == "":
+                        broken = True  # TM504
+                        mark(position)
+                elif kind == "tool_result" and empty_text.empty_inside(block):
+                    mark(position)  # TM504 edits it (the check lets it through: only the repair's rules are told)
+            if content and type(content[-1]) is dict and content[-1].get("type") in _THINKING:
                 broken = True  # TM507
+                mark(position)
             continue
         if role != "user":
             continue
         if kind_of_content is str:
-            broken = broken or content == "" or bool(waiting)  # TM504; AM-1 / AM-2: text where results belong
+            broken = broken or bool(waiting)  # AM-1 / AM-2: text where results belong
+            if content == "":
+                broken = True  # TM504
+                mark(position)
             leading = False
             waiting.clear()
             continue
@@ -115,20 +141,78 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 inner = block.get("content")
                 if type(inner) is list and any(empty_text.is_empty_text(part) for part in inner):
                     broken = True  # TM504
+                    mark(position)
             else:
                 if waiting:
                     broken = True  # AM-1 / AM-2: unanswered when the results end
                     waiting.clear()
                 leading = False
-                if kind == "text" and block.get("text") == "":
-                    broken = True  # TM504
-            if kind is not None and "index" in block:
-                broken = True  # TM502
+                if kind == "text":
+                    if block.get("text") == "":
+                        broken = True  # TM504
+                        mark(position)
+                elif kind == "tool_use" and type(block.get("input")) is not dict:
+                    mark(position)  # TM503 edits it (the check lets it through: only the repair's rules are told)
+            if kind is not None:
+                if "index" in block:
+                    broken = True  # TM502
+                    mark(position)
+            elif type(block) is dict and "index" in block:
+                mark(position)  # TM502 edits it (the check lets it through: only the repair's rules are told)
     broken = broken or bool(waiting)  # AM-1: the history ends on unanswered calls
     found.wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared]
     broken = _judge_thinking(body, messages, last, strips_unsigned, found) or broken
     found.broken = broken
     return found
+
+
+def may_change(message: Any, strips_unsigned: bool) -> bool:
+    """Whether a Messages rule that edits one message at a time (TM502-TM509, TM506 when ``strips_unsigned``) may
+    change ``message``: the repair asks it of the messages the view rebuilt, the check having judged the others.
+    The tests are written out, each naming the rule whose predicate it mirrors."""
+    # view.is_message, inlined
+    if type(message) is not dict or message.get("role") not in ("user", "assistant"):
+        return False
+    content = message.get("content")
+    if type(content) is not list:
+        return content == ""  # TM504 (a string content has no blocks to edit)
+    assistant = message["role"] == "assistant"
+    first = content[0] if content else None
+    thinking_first = type(first) is dict and first.get("type") in _THINKING  # blocks.is_thinking
+    calls = False
+    for block in content:
+        if type(block) is not dict:
+            if assistant and calls:
+                return True  # TM508
+            continue
+        if "index" in block:
+            return True  # TM502 (stream_keys.has_stream_keys)
+        kind = block.get("type")
+        if kind == "tool_use":
+            if type(block.get("input")) is not dict:
+                return True  # TM503 (non_object_input.bad_input)
+            calls = True
+            continue
+        if kind == "text":
+            if block.get("text") == "":
+                return True  # TM504 (empty_text.is_empty_text)
+        elif kind == "tool_result" and empty_text.empty_inside(block):
+            return True  # TM504
+        if not assistant:
+            continue
+        if calls:
+            return True  # TM508: content after a call
+        if kind == "thinking" or kind == "redacted_thinking":
+            if not thinking_first:
+                return True  # TM509
+            if kind == "thinking":
+                if block.get("thinking") == "":
+                    return True  # TM505 (empty_thinking.is_empty_thinking)
+                signature = block.get("signature")
+                if strips_unsigned and (type(signature) is not str or not signature):
+                    return True  # TM506 (unsigned_thinking.is_unsigned)
+    last = content[-1] if content else None
+    return assistant and type(last) is dict and last.get("type") in _THINKING  # TM507
 
 
 def _judge_thinking(body: dict[str, Any], messages: list[Any], last: int, strips_unsigned: bool, found: Inspection) -> bool:

@@ -10,10 +10,11 @@ the request body holding the new messages, without ``thinking`` when a rule turn
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.dialects.messages.check import inspect
-from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, thinking, tool_use_id
-from proxy.dialects.messages.view import read, view_turn, write
-from proxy.repair.context import Context, Recalled
+from proxy.dialects.messages.check import inspect, may_change
+from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, thinking, tool_use_id, unsigned_thinking
+from proxy.dialects.messages.rules.edit import Pending
+from proxy.dialects.messages.view import View, read, view_turn, write
+from proxy.repair.context import Recalled
 from proxy.repair.engine import Result
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
@@ -51,13 +52,16 @@ class MessagesPlan:
     body: dict[str, Any]
     profile: Profile
     recall: list[str]
+    #: The positions of the client's messages the check found a Messages rule may change (None: not known, so
+    #: those rules walk every message).
+    marked: frozenset[int] | set[int] | None = None
 
     def repair(self, recalled: Recalled, policy: Policy) -> Result:
         view = read(self.body["messages"])
         turns = {key: turn for key, turn in recalled.items() if dialect_of(turn) == "messages"}
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = {key: view_turn(turn) for key, turn in turns.items()}
-        ctx = Context(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
+        ctx = Pending(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
         for phase in (VIEW_RULES, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, empty_history)):
             for rule in phase:
                 rule.apply(ctx)
@@ -65,12 +69,31 @@ class MessagesPlan:
                     return Result(self.body, tuple(ctx.findings), ctx.rejected)
             if phase is VIEW_RULES:
                 ctx.messages, ctx.recalled = write(ctx.messages, view), turns
+                ctx.pending = self._pending(ctx.messages, view)
         if not ctx.findings:
             return Result(self.body, ())
         body = {**self.body, "messages": ctx.messages}
         if thinking.turned_off(ctx.findings):
             del body["thinking"]
         return Result(body, tuple(ctx.findings))
+
+
+    def _pending(self, messages: list[Any], view: View) -> list[int] | None:
+        """The positions of the written messages a Messages rule may change: the client's own that the check
+        marked, and those the view rebuilt that ``may_change`` says so of. None (every message) when the profile
+        brings rules ``may_change`` does not know."""
+        if self.marked is None or any(rule is not unsigned_thinking for rule in self.profile.rules):
+            return None
+        strips_unsigned = bool(self.profile.rules)
+        marked = self.marked
+        pending: list[int] = []
+        for position, index in enumerate(view.placed):
+            if index is None:
+                if may_change(messages[position], strips_unsigned):
+                    pending.append(position)
+            elif index in marked:  # the client's own object, as the check saw it
+                pending.append(position)
+        return pending
 
 
 def _client_tools(tools: Any) -> list[dict[str, Any]]:
@@ -87,4 +110,4 @@ def plan(body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
     found = inspect(body, profile)
     if not found.broken and not found.wanted:
         return None
-    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)))
+    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)), found.marked)

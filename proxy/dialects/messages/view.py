@@ -23,9 +23,10 @@ message the client kept, it adds only the blocks that message lacks, with every 
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
-from proxy.dialects.messages.blocks import TEXT, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_result, is_tool_use, tool_use_id_of
+from proxy.dialects.messages.blocks import REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_use, tool_use_id_of
 from proxy.repair.history import Message
 from proxy.turns import Turn
 
@@ -41,7 +42,8 @@ RECALLED = "\x00recalled"
 #: the last call (AM-3), written after the calls.
 LEAD = "\x00lead"
 
-_USER_SIDE = ("user", "tool")
+#: THINKING_TYPES as a tuple: a ``type`` that is not a string (a list) is simply not in it (a set would raise).
+_THINKING = (THINKING, REDACTED_THINKING)
 
 
 @dataclass(slots=True)
@@ -51,13 +53,16 @@ class View:
     ``entries`` is the list the rules edit; ``origin`` maps every entry and message (by identity) to the index
     of its message in the request. ``read_blocks`` holds, per message, its blocks as read (a string content as
     one text block), which tell an untouched message. ``kept`` holds every entry read, so that an entry a rule
-    drops stays alive and its identity is never reused by one the rules make (``origin`` is keyed by identity)."""
+    drops stays alive and its identity is never reused by one the rules make (``origin`` is keyed by identity).
+    ``placed`` is what ``write`` made of it: per message written, the index of the client's message when it is
+    that very object, else None (a copy, or a message the rules made)."""
 
     messages: list[Any]
     entries: list[Message] = field(default_factory=list)
     origin: dict[int, int] = field(default_factory=dict)
     read_blocks: list[list[Any]] = field(default_factory=list)
     kept: list[Message] = field(default_factory=list)
+    placed: list[int | None] = field(default_factory=list)
 
 
 def is_message(message: Any) -> bool:
@@ -85,20 +90,27 @@ def view_call(block: dict[str, Any], before: list[Any]) -> dict[str, Any]:
 def _assistant_entries(message: Any, blocks: list[Any]) -> list[Message]:
     """One entry, or two when the message calls tools and opens with thinking: that thinking opens a new answer of
     the model, so it is an entry of its own (without calls) and no rule merges the message into the turn before
-    it (TM105 would join two answers' thinking in one message, which Anthropic refuses in the latest, AM-13)."""
+    it (TM105 would join two answers' thinking in one message, which Anthropic refuses in the latest, AM-13).
+    The block tests are written out (this runs for every assistant message): each names the helper it mirrors."""
     opening = 0
-    while opening < len(blocks) and is_thinking(blocks[opening]):
+    count = len(blocks)
+    while opening < count and type(block := blocks[opening]) is dict and block.get("type") in _THINKING:  # is_thinking
         opening += 1
     lead: list[Message] = []
-    if opening and any(is_tool_use(block) for block in blocks):
+    if opening and any(type(block) is dict and block.get("type") == TOOL_USE for block in blocks):  # is_tool_use
         lead = [{"role": "assistant", "content": blocks[:opening], NATIVE: message, LEAD: True}]
         blocks = blocks[opening:]
     calls: list[dict[str, Any]] = []
     pending: list[Any] = []
     for block in blocks:
-        if is_tool_use(block):
-            calls.append(view_call(block, pending))
-            pending = []
+        if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use; then view_call
+            cid, name = block.get("id"), block.get("name")
+            call: dict[str, Any] = {"id": cid if type(cid) is str else None, "type": "function",
+                                    "function": {"name": name if type(name) is str else None, "arguments": "{}"}, NATIVE: block}
+            if pending:
+                call[BEFORE] = pending
+                pending = []
+            calls.append(call)
         else:
             pending.append(block)
     entry: Message = {"role": "assistant", "content": pending or None, NATIVE: message}
@@ -113,9 +125,9 @@ def _user_entries(message: Any, blocks: list[Any]) -> list[Message]:
     entries: list[Message] = []
     run: list[Any] | None = None
     for block in blocks:
-        if is_tool_result(block):
+        if type(block) is dict and block.get("type") == TOOL_RESULT:  # is_tool_result; then tool_use_id_of
             entry: Message = {"role": "tool", "content": block.get("content"), NATIVE: block}
-            if (cid := tool_use_id_of(block)) is not None:
+            if type(cid := block.get("tool_use_id")) is str:
                 entry["tool_call_id"] = cid
             entries.append(entry)
             run = None
@@ -131,19 +143,28 @@ def read(messages: list[Any]) -> View:
     """The view of ``messages``. What is not a readable message becomes an entry of its own that no rule
     pairs (role ``item``), written back as sent."""
     view = View(messages)
+    origin, read_blocks, out = view.origin, view.read_blocks, view.entries
     for index, message in enumerate(messages):
-        view.origin[id(message)] = index
-        if not is_message(message):
-            view.read_blocks.append([])
-            entries: list[Message] = [{"role": "item", "content": None, NATIVE: message}]
+        origin[id(message)] = index
+        # is_message, inlined
+        role = message.get("role") if type(message) is dict else None
+        content = message.get("content") if role == "assistant" or role == "user" else None
+        if type(content) is str:
+            blocks: list[Any] = [{"type": TEXT, "text": content}]
+        elif type(content) is list:
+            blocks = content
         else:
-            blocks = blocks_of(message)
-            view.read_blocks.append(blocks)
-            entries = _assistant_entries(message, blocks) if message["role"] == "assistant" else _user_entries(message, blocks)
+            read_blocks.append([])
+            item: Message = {"role": "item", "content": None, NATIVE: message}
+            origin[id(item)] = index
+            out.append(item)
+            continue
+        read_blocks.append(blocks)
+        entries = _assistant_entries(message, blocks) if role == "assistant" else _user_entries(message, blocks)
         for entry in entries:
-            view.origin[id(entry)] = index
-        view.entries.extend(entries)
-    view.kept.extend(view.entries)
+            origin[id(entry)] = index
+        out += entries
+    view.kept.extend(out)
     return view
 
 
@@ -166,87 +187,101 @@ def view_turn(turn: Turn) -> Turn:
 
 
 def write(entries: Iterable[Message], view: View) -> list[Any]:
-    """The messages of ``entries`` (the view the rules left), in its order; copies are added to ``view.origin``."""
+    """The messages of ``entries`` (the view the rules left), in its order; copies are added to ``view.origin``,
+    and ``view.placed`` tells which are the client's own objects.
+
+    Consecutive entries of one side (assistant; user and tool) form a run, written by ``_write_run`` from its
+    segments: the entries of one message each (made-up results join the next message, first, else the last;
+    made-up assistant entries are messages of their own). An unreadable message stands alone, written as sent."""
     out: list[Any] = []
-    run: list[Message] = []
-    for entry in entries:
-        if run and _side(run[-1]) != _side(entry):
-            out.extend(_write_run(run, view))
-            run = []
-        run.append(entry)
-    if run:
-        out.extend(_write_run(run, view))
-    return out
-
-
-def _side(entry: Message) -> str | int:
-    """Entries of one side may share a message; an unreadable message stands alone (its identity is its side)."""
-    role = entry.get("role")
-    if role == "assistant":
-        return "assistant"
-    return "user" if role in _USER_SIDE else id(entry)
-
-
-def _write_run(run: list[Message], view: View) -> list[Any]:
-    """The messages of one side's run of entries: one per message they came from (made-up results join the next
-    message, first, else the last; made-up assistant entries are messages of their own), or one for the whole run
-    when a message's entries were scattered within it (a moved result between them)."""
-    if run[0].get("role") == "item":
-        return [run[0][NATIVE]]
-    assistant = run[0].get("role") == "assistant"
-    segments: list[tuple[int | None, list[Message]]] = []
+    origin = view.origin
+    side: str | int | None = None
+    segments: list[tuple[int | None, list[Message]]] = []  # the current run's
     waiting: list[Message] = []  # made-up results, for the next message of the run
-    for entry in run:
-        index = view.origin.get(id(entry)) if NATIVE in entry else None
+    assistant = item = False
+    for entry in entries:
+        role = entry.get("role")
+        now = "assistant" if role == "assistant" else "user" if role == "user" or role == "tool" else id(entry)
+        if now != side:
+            if segments or waiting:
+                _write_run(segments, waiting, assistant, view, out)
+                segments, waiting = [], []
+            side, assistant, item = now, role == "assistant", role == "item"
+            if item:
+                out.append(entry[NATIVE])
+                view.placed.append(origin[id(entry)])
+                continue
+        if item:
+            continue  # the same unreadable entry again: written once
+        index = origin.get(id(entry)) if NATIVE in entry else None
         if index is None and not assistant:
             waiting.append(entry)
         elif segments and index is not None and segments[-1][0] == index:
-            segments[-1][1].extend([*waiting, entry])
-            waiting = []
+            if waiting:
+                segments[-1][1].extend(waiting)
+                waiting = []
+            segments[-1][1].append(entry)
         else:
-            segments.append((index, [*waiting, entry]))
+            segments.append((index, [*waiting, entry] if waiting else [entry]))
             waiting = []
+    if segments or waiting:
+        _write_run(segments, waiting, assistant, view, out)
+    return out
+
+
+def _write_run(segments: list[tuple[int | None, list[Message]]], waiting: list[Message], assistant: bool, view: View, out: list[Any]) -> None:
+    """The messages of one side's run of entries, onto ``out``: one per segment, or one for the whole run when a
+    message's entries were scattered within it (a moved result between them)."""
     if waiting:
         if segments:
             segments[-1][1].extend(waiting)
         else:
             segments.append((None, waiting))
-    indexes = [index for index, _ in segments if index is not None]
-    if len(indexes) != len(set(indexes)):
-        segments = [(indexes[0], run)]
-    return [_message(index, entries, assistant, view) for index, entries in segments]
+    if len(segments) > 1:
+        indexes = [index for index, _ in segments if index is not None]
+        if len(indexes) != len(set(indexes)):
+            segments = [(indexes[0], [entry for _, entries in segments for entry in entries])]
+    placed = view.placed
+    for index, entries in segments:
+        blocks = _assistant_blocks(entries) if assistant else _user_blocks(entries)
+        if index is None:
+            out.append({"role": "assistant" if assistant else "user", "content": blocks})
+            placed.append(None)
+            continue
+        read = view.read_blocks[index]
+        if len(blocks) == len(read) and all(map(is_, blocks, read)):
+            out.append(view.messages[index])  # untouched: the client's own object
+            placed.append(index)
+            continue
+        message = {**view.messages[index], "content": blocks}
+        view.origin[id(message)] = index
+        out.append(message)
+        placed.append(None)
 
 
-def _message(index: int | None, entries: list[Message], assistant: bool, view: View) -> dict[str, Any]:
-    blocks = _assistant_blocks(entries) if assistant else [block for entry in entries for block in _user_blocks(entry)]
-    if index is None:
-        return {"role": "assistant" if assistant else "user", "content": blocks}
-    read = view.read_blocks[index]
-    if len(blocks) == len(read) and all(a is b for a, b in zip(blocks, read, strict=True)):
-        return view.messages[index]  # untouched: the client's own object
-    message = {**view.messages[index], "content": blocks}
-    view.origin[id(message)] = index
-    return message
-
-
-def _user_blocks(entry: Message) -> list[Any]:
-    if entry.get("role") == "user":
-        return list(entry["content"])
-    native = entry.get(NATIVE)
-    cid = entry.get("tool_call_id")
-    if native is None:  # a result the rules made up for an unanswered call (AM-1)
-        return [{"type": TOOL_RESULT, "tool_use_id": cid, "content": entry.get("content"), "is_error": True}]
-    changes: dict[str, Any] = {}
-    if cid != tool_use_id_of(native):
-        changes["tool_use_id"] = cid
-    if entry.get("content") is not native.get("content"):
-        changes["content"] = entry.get("content")
-    return [{**native, **changes} if changes else native]
-
-
-def _calls(entry: Message) -> list[dict[str, Any]]:
-    calls = entry.get("tool_calls")
-    return [call for call in calls if type(call) is dict] if type(calls) is list else []
+def _user_blocks(entries: list[Message]) -> list[Any]:
+    """The blocks of one user message: each user entry's blocks, each ``tool`` entry's ``tool_result``."""
+    blocks: list[Any] = []
+    for entry in entries:
+        if entry.get("role") == "user":
+            blocks += entry["content"]
+            continue
+        native = entry.get(NATIVE)
+        cid = entry.get("tool_call_id")
+        if native is None:  # a result the rules made up for an unanswered call (AM-1)
+            blocks.append({"type": TOOL_RESULT, "tool_use_id": cid, "content": entry.get("content"), "is_error": True})
+            continue
+        content = entry.get("content")
+        if content is native.get("content") and type(cid) is str and cid == native.get("tool_use_id") and native.get("type") == TOOL_RESULT:
+            blocks.append(native)  # as read (tool_use_id_of(native) is cid): the client's block
+            continue
+        changes: dict[str, Any] = {}
+        if cid != tool_use_id_of(native):
+            changes["tool_use_id"] = cid
+        if content is not native.get("content"):
+            changes["content"] = content
+        blocks.append({**native, **changes} if changes else native)
+    return blocks
 
 
 def _call_block(call: dict[str, Any]) -> dict[str, Any]:
@@ -271,15 +306,20 @@ def _assistant_blocks(entries: list[Message]) -> list[Any]:
         lead = entry.get(LEAD) is True
         content = list(entry.get("content") or ())
         if lead:
-            blocks.extend(content)
-        for call in _calls(entry):
-            before = list(call.get(BEFORE, ()))
-            (remembered if call.get(RECALLED) else own).extend(before)
-            blocks.extend(before)
-            blocks.append(_call_block(call))
+            blocks += content
+        calls = entry.get("tool_calls")
+        if type(calls) is list:
+            for call in calls:
+                if type(call) is not dict:
+                    continue
+                before = call.get(BEFORE)
+                if before:
+                    (remembered if call.get(RECALLED) else own).extend(before)
+                    blocks += before
+                blocks.append(_call_block(call))
         if not lead:
-            blocks.extend(content)
-        own.extend(content)  # a made-up entry has none: its calls' blocks are all it holds
+            blocks += content
+        own += content  # a made-up entry has none: its calls' blocks are all it holds
     if not remembered:
         return blocks
     recalled = {id(block) for block in remembered}

@@ -4,9 +4,13 @@ The rules run over the messages the view wrote back, where an untouched message 
 object; a rule never edits one of those in place (the request body stays as the client sent it), it replaces
 it with a copy, and ``origin`` learns the copy so findings keep naming the client's positions. A message a rule
 leaves without any block is removed: Anthropic refuses empty content, and there is nothing left to send.
+
+A repair over a long history visits only the messages some rule may change: a ``Context`` that is a
+``Pending`` names them (``pending``, positions in ``messages``), the plan having asked the check which of the
+client's messages it flagged and screened the messages the view rebuilt. Any other context is walked whole.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +26,13 @@ class Change:
     content: list[Any]
     action: str
     detail: str
+
+
+class Pending(Context):
+    """A repair context that knows which messages the Messages rules may change: ``pending`` holds their
+    positions in ``messages``, ascending (None: any message). ``rewrite`` keeps it true as messages are removed."""
+
+    pending: list[int] | None = None
 
 
 def blocks(message: Any) -> list[Any]:
@@ -41,16 +52,51 @@ def with_content(ctx: Context, message: dict[str, Any], content: Any) -> dict[st
     return message
 
 
-def rewrite(ctx: Context, rule: Rule, edit: Callable[[int, dict[str, Any]], Change | None]) -> None:
-    """Apply ``edit`` to every readable message (with its position); each change is one finding."""
-    kept: list[Any] = []
-    for position, message in enumerate(ctx.messages):
+def rewrite(ctx: Context, rule: Rule, edit: Callable[[int, dict[str, Any]], Change | None], positions: Iterable[int] | None = None) -> None:
+    """Apply ``edit`` to every readable message (with its position); each change is one finding. Only the
+    messages at ``positions`` (ascending) are visited when given, else only the pending ones when known."""
+    if positions is None and isinstance(ctx, Pending):
+        positions = ctx.pending
+    if positions is None:
+        kept: list[Any] = []
+        for position, message in enumerate(ctx.messages):
+            change = edit(position, message) if is_message(message) else None
+            if change is None:
+                kept.append(message)
+            elif change.content:
+                kept.append(with_content(ctx, message, change.content))
+                ctx.report(rule, message, change.action, change.detail, position)
+            else:
+                ctx.report(rule, message, "removed", f"{change.detail}; the {message['role']} message was left empty and removed", position)
+        ctx.messages[:] = kept
+        return
+    messages = ctx.messages
+    removed: set[int] = set()
+    for position in positions:
+        message = messages[position]
         change = edit(position, message) if is_message(message) else None
         if change is None:
-            kept.append(message)
-        elif change.content:
-            kept.append(with_content(ctx, message, change.content))
+            continue
+        if change.content:
+            messages[position] = with_content(ctx, message, change.content)
             ctx.report(rule, message, change.action, change.detail, position)
         else:
             ctx.report(rule, message, "removed", f"{change.detail}; the {message['role']} message was left empty and removed", position)
-    ctx.messages[:] = kept
+            removed.add(position)
+    if removed:
+        messages[:] = [message for position, message in enumerate(messages) if position not in removed]
+        if isinstance(ctx, Pending) and ctx.pending is not None:
+            ctx.pending = _shifted(ctx.pending, removed)
+
+
+def _shifted(pending: list[int], removed: set[int]) -> list[int]:
+    """The pending positions once the messages at ``removed`` are gone."""
+    gone = sorted(removed)
+    shifted: list[int] = []
+    before = 0  # how many removed positions come before the one at hand
+    for position in pending:
+        while before < len(gone) and gone[before] < position:
+            before += 1
+        if before == len(gone) or gone[before] != position:
+            shifted.append(position - before)
+    return shifted

@@ -59,4 +59,5 @@ def apply(ctx: Context) -> None:
         gone = {id(block) for block in dropped}
         return Change([block for block in content if id(block) not in gone], "removed", f"{why} ({len(dropped)} block(s))")
 
-    rewrite(ctx, RULE, edit)
+    # Without remembered thinking only the final message can change (rewrite would otherwise visit the pending ones).
+    rewrite(ctx, RULE, edit, range(len(ctx.messages)) if sent is not None else [final] if final >= 0 else [])
