@@ -18,10 +18,11 @@ Good:
 """
 
 import re
+from typing import Any
 
 from proxy.dialects.messages.blocks import TOOL_USE_ID_PATTERN
 from proxy.repair.context import Context, stable_id
-from proxy.repair.history import call_id, each_call, is_tool, result_id
+from proxy.repair.history import Message, call_id, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM501", "tool-use-id-pattern", ("AM-7",))
@@ -34,11 +35,28 @@ def is_bad(value: str) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    taken = {cid for _, _, _, call in each_call(ctx.messages) if (cid := call_id(call)) is not None}
-    taken |= {rid for m in ctx.messages if is_tool(m) and (rid := result_id(m)) is not None}
+    # One pass gathers every id declared or answered (taken), the calls with a refused id and the results; the
+    # tests are history.each_call, call_id, is_tool and result_id written out (this runs over every view entry).
+    taken: set[str] = set()
+    refused: list[tuple[int, Message, dict[str, Any]]] = []
+    results: list[tuple[int, Message]] = []
+    valid = TOOL_USE_ID_PATTERN.fullmatch
+    for position, message in enumerate(ctx.messages):
+        role = message.get("role")
+        if role == "assistant":
+            calls = message.get("tool_calls")
+            if type(calls) is list:
+                for call in calls:
+                    if type(call) is dict and type(cid := call.get("id")) is str and cid:
+                        taken.add(cid)
+                        if not valid(cid):
+                            refused.append((position, message, call))
+        elif role == "tool" and type(message) is dict and type(rid := message.get("tool_call_id")) is str and rid:
+            taken.add(rid)
+            results.append((position, message))
     renamed: dict[str, str] = {}
-    for position, message, _, call in each_call(ctx.messages):
-        cid = call_id(call)
+    for position, message, call in refused:
+        cid = call_id(call)  # again: a call met twice was renamed the first time
         if cid is None or not is_bad(cid):
             continue
         new = _REFUSED.sub("_", cid)
@@ -47,8 +65,10 @@ def apply(ctx: Context) -> None:
         taken.add(new)
         call["id"] = renamed[cid] = new
         ctx.report(RULE, message, "renamed", f"tool_use id {cid!r} -> {new}: only letters, digits, _ and - are accepted", position)
-    for position, message in enumerate(ctx.messages):
-        rid = result_id(message) if is_tool(message) else None
+    if not renamed:
+        return
+    for position, message in results:
+        rid = result_id(message)
         if rid is not None and rid in renamed:
             message["tool_call_id"] = renamed[rid]
             ctx.report(RULE, message, "renamed", f"tool_result of {rid!r} -> {renamed[rid]}", position)
