@@ -23,6 +23,7 @@ message the client kept, it adds only the blocks that message lacks, with every 
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from operator import is_
 from typing import Any
 
@@ -87,66 +88,20 @@ def view_call(block: dict[str, Any], before: list[Any]) -> dict[str, Any]:
     return call
 
 
-def _assistant_entries(message: Any, blocks: list[Any]) -> list[Message]:
-    """One entry, or two when the message calls tools and opens with thinking: that thinking opens a new answer of
-    the model, so it is an entry of its own (without calls) and no rule merges the message into the turn before
-    it (TM105 would join two answers' thinking in one message, which Anthropic refuses in the latest, AM-13).
-    The block tests are written out (this runs for every assistant message): each names the helper it mirrors."""
-    opening = 0
-    count = len(blocks)
-    while opening < count and type(block := blocks[opening]) is dict and block.get("type") in _THINKING:  # is_thinking
-        opening += 1
-    lead: list[Message] = []
-    if opening and any(type(block) is dict and block.get("type") == TOOL_USE for block in blocks):  # is_tool_use
-        lead = [{"role": "assistant", "content": blocks[:opening], NATIVE: message, LEAD: True}]
-        blocks = blocks[opening:]
-    calls: list[dict[str, Any]] = []
-    pending: list[Any] = []
-    for block in blocks:
-        if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use; then view_call
-            cid, name = block.get("id"), block.get("name")
-            call: dict[str, Any] = {"id": cid if type(cid) is str else None, "type": "function",
-                                    "function": {"name": name if type(name) is str else None, "arguments": "{}"}, NATIVE: block}
-            if pending:
-                call[BEFORE] = pending
-                pending = []
-            calls.append(call)
-        else:
-            pending.append(block)
-    entry: Message = {"role": "assistant", "content": pending or None, NATIVE: message}
-    if calls:
-        entry["tool_calls"] = calls
-    else:
-        entry[LEAD] = True
-    return [*lead, entry]
-
-
-def _user_entries(message: Any, blocks: list[Any]) -> list[Message]:
-    entries: list[Message] = []
-    run: list[Any] | None = None
-    for block in blocks:
-        if type(block) is dict and block.get("type") == TOOL_RESULT:  # is_tool_result; then tool_use_id_of
-            entry: Message = {"role": "tool", "content": block.get("content"), NATIVE: block}
-            if type(cid := block.get("tool_use_id")) is str:
-                entry["tool_call_id"] = cid
-            entries.append(entry)
-            run = None
-        elif run is None:
-            run = [block]
-            entries.append({"role": "user", "content": run, NATIVE: message})
-        else:
-            run.append(block)
-    return entries or [{"role": "user", "content": [], NATIVE: message}]
-
-
 def read(messages: list[Any]) -> View:
     """The view of ``messages``. What is not a readable message becomes an entry of its own that no rule
-    pairs (role ``item``), written back as sent."""
+    pairs (role ``item``), written back as sent.
+
+    An assistant message is one entry, or two when it calls tools and opens with thinking: that thinking opens a
+    new answer of the model, so it is an entry of its own (without calls) and no rule merges the message into the
+    turn before it (TM105 would join two answers' thinking in one message, which Anthropic refuses in the latest,
+    AM-13). A user message is an entry per ``tool_result`` and per run of other blocks. This runs over every
+    block of the request, so the helpers are written out: each test names the one it mirrors."""
     view = View(messages)
     origin, read_blocks, out = view.origin, view.read_blocks, view.entries
     for index, message in enumerate(messages):
         origin[id(message)] = index
-        # is_message, inlined
+        # is_message, then blocks_of
         role = message.get("role") if type(message) is dict else None
         content = message.get("content") if role == "assistant" or role == "user" else None
         if type(content) is str:
@@ -160,10 +115,56 @@ def read(messages: list[Any]) -> View:
             out.append(item)
             continue
         read_blocks.append(blocks)
-        entries = _assistant_entries(message, blocks) if role == "assistant" else _user_entries(message, blocks)
-        for entry in entries:
+        entry: Message
+        if role == "assistant":
+            opening = 0
+            count = len(blocks)
+            while opening < count and type(block := blocks[opening]) is dict and block.get("type") in _THINKING:  # is_thinking
+                opening += 1
+            calls: list[dict[str, Any]] = []
+            pending: list[Any] = []  # the blocks since the last call
+            for block in islice(blocks, opening, None) if opening else blocks:
+                if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use, then view_call
+                    cid, name = block.get("id"), block.get("name")
+                    call: dict[str, Any] = {"id": cid if type(cid) is str else None, "type": "function",
+                                            "function": {"name": name if type(name) is str else None, "arguments": "{}"}, NATIVE: block}
+                    if pending:
+                        call[BEFORE] = pending
+                        pending = []
+                    calls.append(call)
+                else:
+                    pending.append(block)
+            if calls:
+                if opening:
+                    lead: Message = {"role": "assistant", "content": blocks[:opening], NATIVE: message, LEAD: True}
+                    origin[id(lead)] = index
+                    out.append(lead)
+                entry = {"role": "assistant", "content": pending or None, NATIVE: message, "tool_calls": calls}
+            else:
+                entry = {"role": "assistant", "content": (blocks[:opening] + pending if opening else pending) or None, NATIVE: message, LEAD: True}
             origin[id(entry)] = index
-        out += entries
+            out.append(entry)
+            continue
+        run: list[Any] | None = None
+        first = len(out)
+        for block in blocks:
+            if type(block) is dict and block.get("type") == TOOL_RESULT:  # is_tool_result, then tool_use_id_of
+                entry = {"role": "tool", "content": block.get("content"), NATIVE: block}
+                if type(cid := block.get("tool_use_id")) is str:
+                    entry["tool_call_id"] = cid
+                run = None
+            elif run is None:
+                run = [block]
+                entry = {"role": "user", "content": run, NATIVE: message}
+            else:
+                run.append(block)
+                continue
+            origin[id(entry)] = index
+            out.append(entry)
+        if len(out) == first:
+            entry = {"role": "user", "content": [], NATIVE: message}
+            origin[id(entry)] = index
+            out.append(entry)
     view.kept.extend(out)
     return view
 
@@ -304,7 +305,7 @@ def _assistant_blocks(entries: list[Message]) -> list[Any]:
     blocks: list[Any] = []
     for entry in entries:
         lead = entry.get(LEAD) is True
-        content = list(entry.get("content") or ())
+        content = entry.get("content") or ()
         if lead:
             blocks += content
         calls = entry.get("tool_calls")
@@ -316,7 +317,12 @@ def _assistant_blocks(entries: list[Message]) -> list[Any]:
                 if before:
                     (remembered if call.get(RECALLED) else own).extend(before)
                     blocks += before
-                blocks.append(_call_block(call))
+                native = call.get(NATIVE)
+                # the call as read (tool_use_id_of(native) is its id): the client's block; else _call_block
+                if type(native) is dict and native.get("type") == TOOL_USE and type(cid := call.get("id")) is str and native.get("id") == cid:
+                    blocks.append(native)
+                else:
+                    blocks.append(_call_block(call))
         if not lead:
             blocks += content
         own += content  # a made-up entry has none: its calls' blocks are all it holds
