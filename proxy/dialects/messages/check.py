@@ -5,6 +5,12 @@ change the history, and which remembered turns the repair would consult: the cal
 and, with manual thinking, the calls of a final tool turn that lacks its thinking (AM-9: memory may hold it).
 Results are judged by position, as Anthropic judges them: each ``tool_use`` answered by the leading
 ``tool_result`` blocks of the user messages right after its assistant message, once.
+
+It also marks the messages a rule that edits one message at a time (TM502-TM509) may change, so that the repair
+runs those rules over them alone (and over the messages the view rebuilt, of which ``may_change`` tells). A mark
+may say more than ``broken`` (a ``tool_use`` in a user message with text input, a block without ``type`` that
+carries ``index``, an empty text inside an assistant message's ``tool_result``): the check lets those requests
+through as before, but a repair that runs for another reason mends them as it always did.
 """
 
 from dataclasses import dataclass, field

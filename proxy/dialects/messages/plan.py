@@ -5,6 +5,10 @@ runs the structural rules every dialect shares (and TM501) with the remembered t
 back into messages, runs the Messages rules over them (``rules/``, the profile's among them), and answers with
 the request body holding the new messages, without ``thinking`` when a rule turned it off for this request
 (TM510, policy ``drop``). Every finding names the position of the message as the client sent it.
+
+The Messages rules that edit one message at a time visit only the pending messages (``rules/edit.py``): the
+client's own that the check marked, and those the view rebuilt that ``check.may_change`` flags; a long history
+whose repair touches a few hundred messages is not walked once per rule.
 """
 
 from dataclasses import dataclass
@@ -15,36 +19,16 @@ from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, thinking,
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
 from proxy.repair.context import Recalled
-from proxy.repair.engine import Result
+from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
 from proxy.repair.rule import RepairRule
-from proxy.repair.rules import (
-    duplicate_call_id,
-    duplicate_tool_result,
-    empty_history,
-    interleaved_message,
-    misplaced_tool_result,
-    orphan_tool_message,
-    split_parallel_turn,
-    tool_result_without_id,
-    unanswered_tool_call,
-)
+from proxy.repair.rules import STRUCTURAL, empty_history
 from proxy.turns import dialect_of
 
 #: The structural rules, in the order chat runs them (TM105 merges consecutive assistant messages that each hold
 #: part of the calls), then TM501 over every id they declared. TM208 is not run: no id length rule is known.
-VIEW_RULES: tuple[RepairRule, ...] = (
-    tool_result_without_id,
-    split_parallel_turn,
-    duplicate_call_id,
-    orphan_tool_message,
-    interleaved_message,
-    misplaced_tool_result,
-    duplicate_tool_result,
-    unanswered_tool_call,
-    tool_use_id,
-)
+VIEW_RULES: tuple[RepairRule, ...] = (*STRUCTURAL, tool_use_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +38,7 @@ class MessagesPlan:
     recall: list[str]
     #: The positions of the client's messages the check found a Messages rule may change (None: not known, so
     #: those rules walk every message).
-    marked: frozenset[int] | set[int] | None = None
+    marked: frozenset[int] | None = None
 
     def repair(self, recalled: Recalled, policy: Policy) -> Result:
         view = read(self.body["messages"])
@@ -62,14 +46,12 @@ class MessagesPlan:
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = {key: view_turn(turn) for key, turn in turns.items()}
         ctx = Pending(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
-        for phase in (VIEW_RULES, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, empty_history)):
-            for rule in phase:
-                rule.apply(ctx)
-                if ctx.rejected is not None:
-                    return Result(self.body, tuple(ctx.findings), ctx.rejected)
-            if phase is VIEW_RULES:
-                ctx.messages, ctx.recalled = write(ctx.messages, view), turns
-                ctx.pending = self._pending(ctx.messages, view)
+        if refused(ctx, VIEW_RULES):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
+        ctx.messages, ctx.recalled = write(ctx.messages, view), turns
+        ctx.pending = self._pending(ctx.messages, view)
+        if refused(ctx, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, empty_history)):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
         body = {**self.body, "messages": ctx.messages}
@@ -110,4 +92,4 @@ def plan(body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
     found = inspect(body, profile)
     if not found.broken and not found.wanted:
         return None
-    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)), found.marked)
+    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)), frozenset(found.marked))
