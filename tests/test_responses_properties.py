@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.dialects.responses import RESPONSES
@@ -378,15 +378,7 @@ def test_dropped_calls_come_back_byte_identical_with_their_reasoning(case: Case)
 @config(80)
 @given(case=broken(breakers=("drop_calls", "drop_outputs", "output_before_call", "interleave_developer")))
 def test_for_servers_that_want_each_output_right_after_its_call(case: Case) -> None:
-    # A call run right before another response's reasoning and calls, with ids: the engine merges the two runs and
-    # drops the first run's reasoning, leaving its calls' ids without it (BUG-R8, pinned at the end of the file).
-    assume(not (case.stored and _call_then_reasoned_call(case.items)))
     check_repair(case, ADJACENT, "deepseek")
-
-
-def _call_then_reasoned_call(items: list[Any]) -> bool:
-    """Whether a call item stands right before a reasoning item that stands right before a call item."""
-    return any(is_call(a) and _is_reasoning(b) and is_call(c) for a, b, c in zip(items, items[1:], items[2:], strict=False))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -484,16 +476,12 @@ def test_bug_r7_calls_put_back_keep_their_reasoning() -> None:
     assert any(out[i:i + 3] == [RS_1, FC_1, FC_2] for i in range(len(out))), "the turn did not come back whole"
 
 
-# Open, BUG-R8: for adjacent profiles (deepseek, kimi), a call run right before another response's reasoning and
-# calls (its outputs dropped, or stored elsewhere) is merged with that run: the second run's reasoning goes before
-# the first run's calls, TM406 then drops the first run's reasoning as dangling, and the first run's calls keep
-# their server ids without it (RS-4). Expected: each run keeps its reasoning, its outputs right after it (RS-17:
-# the interleaved reasoning after the outputs), USER, RS_1, FC_1, placeholder, RS_2, FC_2, output
-@pytest.mark.xfail(strict=True, reason="BUG-R8: adjacent profiles merge two reasoned call runs and lose the first's reasoning (RS-4)")
+# Fixed; regression R8: for adjacent profiles a call run right before another response's reasoning and calls was
+# merged with it; the first run's reasoning was dropped as dangling and its calls kept their ids without it (RS-4)
 def test_bug_r8_adjacent_runs_keep_their_own_reasoning() -> None:
     case = served([RS_1, FC_1], [RS_2, FC_2])
     result = _accepted(case, [USER, RS_1, FC_1, RS_2, FC_2, _out(FC_2)], ADJACENT, "deepseek")  # call_1 interrupted
-    assert violations(result.body, case.state) == []  # got RS-4: fc_1 without its reasoning rs_1
+    assert violations(result.body, case.state) == []  # was RS-4: fc_1 without its reasoning rs_1
 
 
 # Open, BUG-R9: TM405 (and the plan's TM405 check, which then recalls nothing) takes an item for reasoned when any

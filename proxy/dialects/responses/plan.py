@@ -19,12 +19,13 @@ from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
 from proxy.repair.rule import RepairRule
-from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id
+from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id, split_parallel_turn
 from proxy.turns import dialect_of
 
-#: The structural rules (a run of calls is one view entry already, so TM105 finds nothing to merge), then TM208
-#: over the ids, with the Responses API's 64-character limit (RS-14).
-VIEW_RULES: tuple[RepairRule, ...] = (*STRUCTURAL, long_call_id)
+#: The structural rules, then TM208 over the ids, with the Responses API's 64-character limit (RS-14). Not TM105:
+#: a run of calls is one view entry already, and the turns the view keeps apart (each run of reasoning and
+#: calls, for adjacent profiles) are separate responses, which merging would leave with one reasoning.
+VIEW_RULES: tuple[RepairRule, ...] = (*(rule for rule in STRUCTURAL if rule is not split_parallel_turn), long_call_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +36,13 @@ class ResponsesPlan:
 
     def repair(self, recalled: Recalled, policy: Policy) -> Result:
         items: list[Any] = self.body["input"]
-        view, origin = read(items, self._held_by_server(items, recalled))
+        view, origin = read(items, self._held_by_server(items, recalled), self.profile.adjacent_results)
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = {key: view_turn(turn) for key, turn in recalled.items() if dialect_of(turn) == "responses"}
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, origin, self.body)
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
-        ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin, self.profile.adjacent_results), recalled
+        ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled
         if refused(ctx, (*ITEM_RULES, empty_history)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:

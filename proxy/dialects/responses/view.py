@@ -43,12 +43,14 @@ def view_call(item: dict[str, Any], before: list[Any]) -> dict[str, Any]:
     return call
 
 
-def read(items: list[Any], opaque_outputs: frozenset[str] = frozenset()) -> tuple[list[Message], dict[int, int]]:
+def read(items: list[Any], opaque_outputs: frozenset[str] = frozenset(), adjacent: bool = False) -> tuple[list[Message], dict[int, int]]:
     """The view of ``items`` and where each entry and item came from: for each (by identity), its index in
     ``items`` (an entry's is that of its first item), so findings name the client's positions.
 
     Outputs whose ``call_id`` is in ``opaque_outputs`` answer calls the server holds (a
-    ``previous_response_id`` request): they are kept as plain items, never taken for orphans."""
+    ``previous_response_id`` request): they are kept as plain items, never taken for orphans. Where outputs must
+    follow their calls directly (``adjacent``), a reasoning item starts a turn of its own: each run of reasoning
+    and calls gets its outputs right after it, and no reasoning stands between a call and its output (RS-17)."""
     view: list[Message] = []
     origin: dict[int, int] = {}
     before: list[Any] = []
@@ -63,7 +65,7 @@ def read(items: list[Any], opaque_outputs: frozenset[str] = frozenset()) -> tupl
         previous = view[-1] if view else None
         if is_call(item):
             call = view_call(item, before)
-            if previous is not None and NATIVE not in previous and type(previous.get("tool_calls")) is list:
+            if previous is not None and NATIVE not in previous and type(previous.get("tool_calls")) is list and not (adjacent and before):
                 previous["tool_calls"].append(call)  # parallel calls of one turn
                 before = []
                 continue
@@ -93,10 +95,8 @@ def read(items: list[Any], opaque_outputs: frozenset[str] = frozenset()) -> tupl
     return view, origin
 
 
-def write(view: Iterable[Message], origin: dict[int, int], adjacent: bool = False) -> list[Any]:
-    """The input items of ``view``, in its order; copies made for changed items are added to ``origin``. Where
-    outputs must follow their calls directly (``adjacent``), the reasoning items of a parallel turn go before
-    its first call rather than between its calls, where they would stand between a call and its output."""
+def write(view: Iterable[Message], origin: dict[int, int]) -> list[Any]:
+    """The input items of ``view``, in its order; copies made for changed items are added to ``origin``."""
     view = list(view)
     call_types = {call["id"]: call[NATIVE].get("type") for entry in view for call in _calls(entry) if NATIVE in call}
     output_types = {entry["tool_call_id"]: entry[NATIVE].get("type") for entry in view
@@ -110,12 +110,8 @@ def write(view: Iterable[Message], origin: dict[int, int], adjacent: bool = Fals
         elif entry.get("role") == "tool":  # a result the rules made up for an unanswered call
             cid = entry.get("tool_call_id")
             items.append({"type": OUTPUT_TYPE.get(call_types.get(cid, ""), "function_call_output"), "call_id": cid, "output": entry.get("content")})
-        calls = _calls(entry)
-        if adjacent:
-            items.extend(item for call in calls for item in call.get(BEFORE, ()))
-        for call in calls:
-            if not adjacent:
-                items.extend(call.get(BEFORE, ()))
+        for call in _calls(entry):
+            items.extend(call.get(BEFORE, ()))
             items.append(_call_item(call, output_types, origin))
     return items
 
