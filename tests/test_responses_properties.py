@@ -484,15 +484,15 @@ def test_bug_r8_adjacent_runs_keep_their_own_reasoning() -> None:
     assert violations(result.body, case.state) == []  # was RS-4: fc_1 without its reasoning rs_1
 
 
-# Open, BUG-R9: TM405 (and the plan's TM405 check, which then recalls nothing) takes an item for reasoned when any
-# reasoning item stands earlier in its run of reasoning and calls, not only its own: a call of a second response
-# whose reasoning was dropped, right after the first response's reasoned calls (their outputs missing), and an
-# assistant message whose reasoning was forgotten, right after a reasoned call, keep their server ids without
-# their reasoning item (RS-4, RS-5). Expected: fc_2 / msg_2 lose their ids, as when an output stands before them
+# Fixed; regression R9: TM405 took an item for reasoned when any reasoning item stood earlier in its run, not only its
+# own: a call of a second response whose reasoning was dropped, right after the first response's reasoned calls
+# (their outputs missing), and an assistant message whose reasoning was forgotten, right after a reasoned call,
+# kept their server ids without their reasoning item (RS-4, RS-5). Now TM405 checks each item's own reasoning, from
+# memory, whenever the request is repaired. (When nothing else is wrong the items are not looked up: a valid-looking
+# input is not made to wait for the store.)
 MSG_2 = {**MSG_1, "id": "msg_2"}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG-R9: TM405 takes another response's reasoning in the run for an item's own (RS-4, RS-5)")
 @pytest.mark.parametrize("produced", [FC_2, MSG_2], ids=["function_call", "message"])
 def test_bug_r9_an_item_after_another_responses_reasoned_calls(produced: dict[str, Any]) -> None:
     case = served([RS_1, FC_1], [RS_2, produced])

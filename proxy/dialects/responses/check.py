@@ -22,6 +22,9 @@ class Inspection:
     broken: bool = False
     #: Call ids (and a previous response id) whose remembered turns the repair may need.
     wanted: list[str] = field(default_factory=list)
+    #: Items with a server id after some reasoning: worth a look in memory (was it their own reasoning? TM405)
+    #: only when the request is repaired anyway; a valid input is not made to wait for the store.
+    reasoned: list[str] = field(default_factory=list)
 
 
 _MISSING = object()
@@ -82,8 +85,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 broken = True  # TM107, TM208 (RS-14)
             declared.add(cid)
             waiting.add(cid)
-            if not reasoned and key is not _MISSING:
-                found.wanted.append(cid)  # TM405: only memory knows whether it had reasoning (RS-4)
+            if key is not _MISSING:  # TM405: only memory knows whether it had reasoning, and which (RS-4)
+                (found.reasoned if reasoned else found.wanted).append(cid)
             continue
         if kind in OUTPUT_TYPES:
             cid = call_id_of(item)
@@ -98,8 +101,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 waiting.discard(cid)
             reasoned = False
             continue
-        if kind == "message" and not reasoned and type(key) is str and key and item.get("role") == "assistant":
-            found.wanted.append(key)  # TM405 (RS-5)
+        if kind == "message" and type(key) is str and key and item.get("role") == "assistant":
+            (found.reasoned if reasoned else found.wanted).append(key)  # TM405 (RS-5)
         if store_off and kind == "item_reference":
             broken = True  # TM407
         if waiting and adjacent:

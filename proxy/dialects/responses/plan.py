@@ -66,4 +66,4 @@ def plan(body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:
     found = inspect(body, profile)
     if not found.broken and not found.wanted:
         return None
-    return ResponsesPlan(body, profile, list(dict.fromkeys(found.wanted)))
+    return ResponsesPlan(body, profile, list(dict.fromkeys([*found.wanted, *(found.reasoned if found.broken else ())])))

@@ -3,8 +3,9 @@ session store that keeps only calls or messages, another model's history replaye
 
 The server looks the ``fc_...`` (``ctc_...``, ``msg_...``) id up, finds it was made together with a reasoning
 item, and refuses the input without it (RS-4: "... was provided without its required 'reasoning' item"; RS-5
-for an assistant message). Memory tells which items had reasoning; such an item loses its ``id`` (never its
-content), so the server takes it as client input. Answers RS-4, RS-5.
+for an assistant message). Memory tells which reasoning item each came with; when that very item is not in the
+input (another response's reasoning before it does not count), the item loses its ``id`` (never its content),
+so the server takes it as client input. Answers RS-4, RS-5.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -33,42 +34,35 @@ def _produced(item: Any) -> bool:
     return is_call(item) or (type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant")
 
 
-def unreasoned(items: list[Any]) -> list[str]:
-    """The recall key (``call_id``, or a message's id) of every item with a server id that no reasoning item
-    precedes in its run: the reasoning items and what they produced (calls of one response stand together)."""
-    keys = []
-    reasoned = False  # a reasoning item stands in the current run
-    for item in items:
-        kind = item.get("type") if type(item) is dict else None
-        if kind == "reasoning":
-            reasoned = True
-            continue
-        if _produced(item) and not reasoned and "id" in item and (key := recall_key(item)) is not None:
-            keys.append(key)
-        if not is_call(item):
-            reasoned = False  # a message ends the run; calls of one response follow each other
-    return keys
-
-
-def _had_reasoning(turn: Turn, item_id: Any) -> bool:
-    before = False
+def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
+    """The reasoning item the remembered response had right before the item (calls of one run share it), if any."""
+    reasoning: dict[str, Any] | None = None
     for item in turn.get("items", ()):
         if type(item) is not dict:
             continue
         if item.get("type") == "reasoning":
-            before = True
+            reasoning = item
         elif item.get("id") == item_id:
-            return before
+            return reasoning
         elif not is_call(item):
-            before = False
-    return False
+            reasoning = None
+    return None
+
+
+def _marks(item: dict[str, Any]) -> set[str]:
+    """What identifies a reasoning item in an input: its id, and its encrypted content (``store: false`` has no ids)."""
+    return {value for value in (item.get("id"), item.get("encrypted_content")) if type(value) is str and value}
 
 
 def apply(ctx: Context) -> None:
-    lacking = set(unreasoned(ctx.messages))
+    present: set[str] = set()  # the marks of the reasoning items before the current item
     for position, item in enumerate(ctx.messages):
-        key = recall_key(item) if _produced(item) else None
-        turn = ctx.recalled.get(key) if key is not None and key in lacking else None
-        if turn is not None and "id" in item and _had_reasoning(turn, item["id"]):
+        if type(item) is dict and item.get("type") == "reasoning":
+            present |= _marks(item)
+            continue
+        key = recall_key(item) if _produced(item) and "id" in item else None
+        turn = ctx.recalled.get(key) if key is not None else None
+        own = _own_reasoning(turn, item["id"]) if turn is not None else None
+        if own is not None and not _marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
