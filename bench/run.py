@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from procs import Proc, free_port, tree_cpu_seconds  # bench/ is on sys.path when a script here runs
+from procs import Proc, free_port, proc_tree, tree_cpu_seconds  # bench/ is on sys.path when a script here runs
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -185,6 +185,24 @@ def nginx_cmd(rundir: Path) -> str:
 
 
 
+def tree_wait_seconds(root: int) -> float:
+    """How long the threads of root and its descendants were ready to run but waited for a CPU (``run_delay``
+    of /proc/PID/task/TID/schedstat): other work on the proxy's CPUs, mostly, or its own other threads."""
+    total = 0
+    for pid in proc_tree(root):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return total / 1e9
+
+
 def pinned(name: str, command: str, cpus: str, rundir: Path) -> Proc:
     """A shell command run pinned to ``cpus`` with taskset, in its own session, logging to rundir."""
     return Proc(name, ["taskset", "-c", cpus, "sh", "-c", "exec " + command], rundir, REPO)
@@ -295,6 +313,9 @@ class Target:
     def cpu(self) -> float | None:
         return tree_cpu_seconds(self.proc.pid) if self.proc else None
 
+    def waited(self) -> float | None:
+        return tree_wait_seconds(self.proc.pid) if self.proc else None
+
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.stop()
@@ -315,9 +336,9 @@ def measure(ctx: Ctx, target: Target, scenario: Scenario, round_no: int) -> list
     for conns, threads, duration in plan:
         if target.proc is not None and not target.proc.alive():
             raise RuntimeError(f"{target.name} died: {target.proc.tail()}")
-        cpu0 = target.cpu()
+        cpu0, wait0 = target.cpu(), target.waited()
         res = run_wrk(target.port, scenario, conns, threads, duration, a.load_cpus)
-        cpu1 = target.cpu()
+        cpu1, wait1 = target.cpu(), target.waited()
         secs = res["duration_us"] / 1e6
         n = res["requests"]
         errors = sum(res[k] for k in res if k.startswith("err_"))
@@ -337,12 +358,13 @@ def measure(ctx: Ctx, target: Target, scenario: Scenario, round_no: int) -> list
             "errors": errors,
             "wrk": res,
             "cpu_us_per_req": ((cpu1 - cpu0) * 1e6 / n) if (cpu0 is not None and n) else None,
+            "cpu_wait_pct": ((wait1 - wait0) * 100 / secs) if (wait0 is not None and secs) else None,
         }
         out.append(row)
         log(
             f"  {target.name:<10} {scenario.name:<16} c={conns:<3} {row['rps']:>10.0f} {scenario.unit:<9}  "
             f"p50 {row['p50_ms']:.3f} ms  p99 {row['p99_ms']:.3f} ms  "
-            f"cpu {fmt(row['cpu_us_per_req'], 0)} us/req  errors {errors}"
+            f"cpu {fmt(row['cpu_us_per_req'], 0)} us/req  waited {fmt(row['cpu_wait_pct'], 1)} %  errors {errors}"
         )
     return out
 
@@ -363,7 +385,7 @@ def summarize(runs: list[dict]) -> dict:
         groups.setdefault((r["scenario"], r["target"], r["connections"]), []).append(r)
     for (scenario, target, conns), rows in groups.items():
         med = {}
-        for key in ("rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "cpu_us_per_req"):
+        for key in ("rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "cpu_us_per_req", "cpu_wait_pct"):
             vals = [r[key] for r in rows if r[key] is not None]
             med[key] = statistics.median(vals) if vals else None
         med["errors"] = sum(r["errors"] for r in rows)
@@ -423,10 +445,11 @@ def report(summary: dict, rat: dict, targets: list[Target], args: argparse.Names
                 fmt(get(summary, name, n, c, "p50_ms"), 3),
                 fmt(get(summary, name, n, c, "p99_ms"), 3),
                 fmt(get(summary, name, n, c, "cpu_us_per_req"), 0),
+                fmt(get(summary, name, n, c, "cpu_wait_pct"), 1),
                 str(get(summary, name, n, c, "errors")),
             ])
         parts.append(f"== {title}, {args.connections} connections, {args.duration} s ({rounds}) ==")
-        parts.append(table(["target", unit, "p50 ms", "p99 ms", "proxy CPU us/req", "errors"], rows))
+        parts.append(table(["target", unit, "p50 ms", "p99 ms", "proxy CPU us/req", "CPU wait %", "errors"], rows))
         rows = []
         direct = get(summary, name, "direct", "c1", "p50_ms")
         for n in names:
@@ -438,10 +461,11 @@ def report(summary: dict, rat: dict, targets: list[Target], args: argparse.Names
                 fmt(p50 - direct if p50 is not None and direct is not None else None, 3),
                 fmt(get(summary, name, n, "c1", "p99_ms"), 3),
                 fmt(get(summary, name, n, "c1", "cpu_us_per_req"), 0),
+                fmt(get(summary, name, n, "c1", "cpu_wait_pct"), 1),
                 str(get(summary, name, n, "c1", "errors")),
             ])
         parts.append(f"\n== {title}, 1 connection, {args.duration1} s ({rounds}) ==")
-        parts.append(table(["target", unit, "p50 ms", "p50 added vs direct", "p99 ms", "proxy CPU us/req", "errors"], rows))
+        parts.append(table(["target", unit, "p50 ms", "p50 added vs direct", "p99 ms", "proxy CPU us/req", "CPU wait %", "errors"], rows))
         parts.append("")
 
     def shown(value: float | None, digits: int, judged: bool, ok: Callable[[float], bool]) -> str:
@@ -515,7 +539,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.duration = 10
     if min(a.duration, a.duration1) < 1 or a.rounds < 1:
         p.error("durations and rounds must be >= 1")
-    a.scenarios = [n.strip() for n in a.only.split(",")] if a.only else list(SCENARIOS)
+    a.scenarios = list(dict.fromkeys(n.strip() for n in a.only.split(","))) if a.only else list(SCENARIOS)
     unknown = [n for n in a.scenarios if n not in SCENARIOS]
     if unknown:
         p.error(f"unknown scenario {', '.join(unknown)!r}; known: {', '.join(SCENARIOS)}")
