@@ -37,29 +37,48 @@ RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-
 
 
 def apply(ctx: Context) -> None:
-    holders = {cid: m for m in ctx.messages if is_call_turn(m) for cid in declared_ids(m)}
-    # By identity, each orphan's id (TM106 ran first: every tool message has one).
-    orphans = {id(m): rid for m in ctx.messages if is_tool(m) and (rid := result_id(m)) is not None and rid not in holders}
+    messages = ctx.messages
+    # One pass over the history: the latest call turn declaring each id, and every tool message with an id.
+    # The tests are history.is_call_turn with declared_ids, and is_tool with result_id, written out (hot loop).
+    holders: dict[str, Message] = {}
+    results: list[tuple[int, Message, str]] = []  # (position, tool message, its id)
+    for position, m in enumerate(messages):
+        if type(m) is dict:
+            role = m.get("role")
+            if role == "tool":
+                rid = m.get("tool_call_id")
+                if type(rid) is str and rid:
+                    results.append((position, m, rid))
+            elif role == "assistant":
+                calls = m.get("tool_calls")
+                if type(calls) is list:
+                    for call in calls:
+                        if type(call) is dict:
+                            cid = call.get("id")
+                            if type(cid) is str and cid:
+                                holders[cid] = m
+    # Each orphan with its id (TM106 ran first: every tool message has one), in order.
+    orphans = [result for result in results if result[2] not in holders]
     if not orphans:
         return
     recalled = ctx.recalled
     restored: set[str] = set()  # first call id of every remembered turn already put back
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
-    order = {id(m): index for index, m in enumerate(ctx.messages)}
+    order: dict[int, int] = {}  # identity -> index in the history as it came (filled the first time a turn is gathered)
     history = _Rebuilt()
-    for message in ctx.messages:
-        rid = orphans.get(id(message))
-        if rid is None:
-            history.append(message)
-            continue
+    done = 0  # the messages before this one are in ``history`` (or dropped)
+    for at, message, rid in orphans:
+        history.extend(messages, done, at)  # the messages between two orphans, as they are
+        done = at + 1
         position = len(history.messages)
         turn = recalled.get(rid)
         if rid in declared:
             pass
         elif turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
-            declared.update(call_ids(turn))
-            _restore(ctx, history, message, turn, restored, holders, order)
+            ids = call_ids(turn)
+            declared.update(ids)
+            _restore(ctx, history, message, turn, ids, restored, holders, order)
         elif ctx.policy.orphans == "reject":
             ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
             return
@@ -70,6 +89,7 @@ def apply(ctx: Context) -> None:
             declared.add(rid)
             _synthesize(ctx, history, message, synthesized)
         history.append(message)
+    history.extend(messages, done, len(messages))
     ctx.messages[:] = history.messages
 
 
@@ -87,6 +107,18 @@ class _Rebuilt:
             self._run_start = len(self.messages) + 1
         self.messages.append(message)
 
+    def extend(self, messages: list[Message], start: int, stop: int) -> None:
+        """Append ``messages[start:stop]``: what ``append`` of each would do, in one slice."""
+        if start >= stop:
+            return
+        base = len(self.messages) - start  # where messages[k] lands is base + k
+        self.messages += messages[start:stop]
+        for k in range(stop - 1, start - 1, -1):  # the last message that is not a tool message ends the trailing run
+            m = messages[k]
+            if not (type(m) is dict and m.get("role") == "tool"):  # not history.is_tool(m)
+                self._run_start = base + k + 1
+                return
+
     def previous(self) -> Message | None:
         return self.messages[-1] if self.messages else None
 
@@ -96,11 +128,12 @@ class _Rebuilt:
         return self.messages[start] if 0 <= start < len(self.messages) - 1 else None
 
 
-def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, restored: set[str],
+def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_of_turn: list[str], restored: set[str],
              holders: dict[str, Message], order: dict[int, int]) -> None:
-    """Put the remembered turn back before ``orphan``, which comes next in ``history``."""
+    """Put the remembered turn back before ``orphan``, which comes next in ``history`` (``ids_of_turn``: its
+    ``call_ids``)."""
     position = len(history.messages)
-    key = call_ids(turn)[0]  # recalled by one of its ids: it has one
+    key = ids_of_turn[0]  # recalled by one of its ids: it has one
     if key in restored:
         return  # an earlier result of the same turn brought it back; later rules place this one
     restored.add(key)
@@ -108,10 +141,13 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, resto
     ids = ", ".join(call_id(call) or "?" for call in calls)
     # Kept assistant messages that still declare some of the turn's calls (one, or several when the client
     # stored the turn split apart, with other messages between the parts): the first gets the whole turn.
-    turn_ids = set(call_ids(turn))
+    turn_ids = set(ids_of_turn)
     candidates = {id(m): m for cid in turn_ids if (m := holders.get(cid)) is not None}
-    holding = sorted((m for m in candidates.values() if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)),
-                     key=lambda m: order[id(m)])
+    holding = [m for m in candidates.values() if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)]
+    if len(holding) > 1:  # in the order they stand in the history
+        if not order:
+            order.update({id(m): index for index, m in enumerate(ctx.messages)})
+        holding.sort(key=lambda m: order[id(m)])
     if holding:
         holder, parts = holding[0], holding[1:]
         # The turn's calls in the turn's order (the client's copy where it kept one), then any calls of the
