@@ -19,36 +19,57 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, declared_ids, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, is_call_turn, is_tool
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-1", "RS-3", "AM-2"))
 
 
 def apply(ctx: Context) -> None:
-    owner = {cid: id(m) for m in ctx.messages if is_call_turn(m) for cid in declared_ids(m)}
+    messages = ctx.messages
+    # The latest call turn declaring each id (history.is_call_turn and declared_ids, written out: this runs over
+    # every message), and whether any tool message has an id at all.
+    owner: dict[str, int] = {}
+    any_result = False
+    for m in messages:
+        if type(m) is dict:
+            role = m.get("role")
+            if role == "assistant":
+                calls = m.get("tool_calls")
+                if type(calls) is list:
+                    for call in calls:
+                        if type(call) is dict:
+                            cid = call.get("id")
+                            if type(cid) is str and cid:
+                                owner[cid] = id(m)
+            elif role == "tool":
+                any_result = True
+    if not owner or not any_result:
+        return  # no result has a call to move to
     # identity of the owning call turn -> results to append to its block (looked up with None outside any block)
     moved: dict[int | None, list[Message]] = {}
     block_of: int | None = None  # identity of the call turn whose block we are in, if any
     # Where results need only follow their call somewhere (``Profile.adjacent_results`` False), those after it stay.
     anywhere_after = not ctx.profile.adjacent_results
     seen: set[int] = set()  # identity of the call turns passed so far
-    for position, message in enumerate(ctx.messages):
-        if is_tool(message):
-            rid = result_id(message)
-            home = owner.get(rid) if rid is not None else None
+    for position, message in enumerate(messages):
+        if type(message) is dict and message.get("role") == "tool":  # history.is_tool
+            rid = message.get("tool_call_id")  # history.result_id: a non-empty string, else no owner
+            home = owner.get(rid) if type(rid) is str and rid else None
             if home is not None and home != block_of and not (anywhere_after and home in seen):
                 moved.setdefault(home, []).append(message)
                 ctx.report(RULE, message, "moved", f"result of {rid} moved into its call's block", position)
+        elif type(message) is dict and message.get("role") == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
+            block_of = id(message)  # a call turn (history.is_call_turn)
+            seen.add(block_of)
         else:
-            block_of = id(message) if is_call_turn(message) else None
-            seen.add(id(message))
+            block_of = None
     if not moved:
         return
     relocated = {id(m) for results in moved.values() for m in results}
     rebuilt: list[Message] = []
     block_of = None
-    for message in ctx.messages:
+    for message in messages:
         if id(message) in relocated:
             continue
         if not is_tool(message):
@@ -56,4 +77,4 @@ def apply(ctx: Context) -> None:
             block_of = id(message) if is_call_turn(message) else None
         rebuilt.append(message)
     rebuilt.extend(moved.pop(block_of, ()))
-    ctx.messages[:] = rebuilt
+    messages[:] = rebuilt
