@@ -21,7 +21,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import declared_ids, is_call_turn
+from proxy.repair.history import declared_ids
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1", "RS-17", "AM-2"))
@@ -31,11 +31,36 @@ def apply(ctx: Context) -> None:
     if not ctx.profile.adjacent_results:
         return  # the provider takes other items between a call and its results (OpenAI's Responses API)
     messages = ctx.messages
+    count = len(messages)  # moving messages within a turn's reach never changes it
     position = 0
-    while position < len(messages):
-        if is_call_turn(messages[position]):
+    while position < count:
+        m = messages[position]
+        # history.is_call_turn, written out (this runs over every message)
+        if not (type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and calls):
+            position += 1
+            continue
+        # The turn's reach (up to the next assistant message): its block of tool messages first, then the rest. Only
+        # a result of the turn after the first message of the rest needs ``_gather_results``; the messages in the reach
+        # are no call turns (not assistant messages), so the next one to look at is where the reach ends.
+        reach = position + 1
+        odd = False
+        while reach < count and (role := messages[reach].get("role")) == "tool":
+            if type(messages[reach].get("tool_call_id")) is not str:
+                odd = True
+                break
+            reach += 1
+        if odd:  # an id that is no string (TM106 leaves none): the full scan, which tests every id against the turn's
             _gather_results(ctx, position)
-        position += 1
+            position += 1
+            continue
+        if reach < count and role != "assistant":
+            ids = set(declared_ids(m))
+            while reach < count and (role := messages[reach].get("role")) != "assistant":
+                if role == "tool" and messages[reach].get("tool_call_id") in ids:
+                    _gather_results(ctx, position)
+                    break
+                reach += 1
+        position = reach
 
 
 def _gather_results(ctx: Context, turn: int) -> None:
