@@ -18,8 +18,11 @@ Good:
     {"role": "user", "content": "Never mind, just say hi."}
 """
 
+from collections.abc import Collection
+from typing import Any
+
 from proxy.repair.context import Context
-from proxy.repair.history import Message, block_end, declared_ids, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2", "RS-1", "RS-2", "RS-18", "AM-1"))
@@ -31,22 +34,46 @@ def apply(ctx: Context) -> None:
     later: dict[str, int] = {} if ctx.profile.adjacent_results else {
         rid: position for position, m in enumerate(messages) if is_tool(m) and (rid := result_id(m)) is not None}
     # The history is copied once with the placeholders in place, not edited by ``insert``: each insertion
-    # would move every later message, and a long history with many unanswered calls became quadratic.
+    # would move every later message, and a long history with many unanswered calls became quadratic. It is
+    # copied only from the first unanswered call on, in slices: ``messages[copied:]`` is not in ``out`` yet.
     out: list[Message] = []
+    copied = 0
+    count = len(messages)
     position = 0
-    while position < len(messages):
-        if not is_call_turn(messages[position]):
-            out.append(messages[position])
+    while position < count:
+        m = messages[position]
+        # history.is_call_turn, written out (this runs over every message)
+        if not (type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and calls):
             position += 1
             continue
-        turn, end = position, block_end(messages, position)
-        answered = {m.get("tool_call_id") for m in messages[turn + 1 : end]}
-        missing = [cid for cid in declared_ids(messages[turn]) if cid not in answered and later.get(cid, -1) <= turn]
-        at = len(out)  # where the turn stands in the repaired history
-        out += messages[turn:end]
-        for cid in missing:
-            out.append({"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
-            ctx.report(RULE, messages[turn], "inserted", f"placeholder result for unanswered call {cid}", at)
+        turn = position
+        # history.block_end, written out, gathering the ids the block answers. A list is searched faster than a set
+        # is built for the few results of a block; a long block, or one with an id that is no string (which a set
+        # may refuse: unhashable), gets the set the rule always built.
+        end = turn + 1
+        block: list[Any] = []
+        plain = True
+        while end < count and type(result := messages[end]) is dict and result.get("role") == "tool":
+            rid = result.get("tool_call_id")
+            if type(rid) is not str:
+                plain = False
+            block.append(rid)
+            end += 1
+        answered: Collection[Any] = block if plain and len(block) <= 8 else set(block)
+        missing = []
+        for call in calls:  # declared_ids, written out
+            if type(call) is dict:
+                cid = call.get("id")
+                if type(cid) is str and cid and cid not in answered and later.get(cid, -1) <= turn:
+                    missing.append(cid)
+        if missing:
+            out += messages[copied:end]
+            copied = end
+            at = len(out) - (end - turn)  # where the turn stands in the repaired history
+            for cid in missing:
+                out.append({"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
+                ctx.report(RULE, m, "inserted", f"placeholder result for unanswered call {cid}", at)
         position = end
-    if len(out) != len(messages):
+    if copied:
+        out += messages[copied:]
         messages[:] = out
