@@ -19,13 +19,15 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import call_id, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, call_id, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM107", "duplicate-call-id", ("S4", "AN-3", "MI-3", "MM-2", "KI-5", "RS-23", "AM-6"))
 
 
 def apply(ctx: Context) -> None:
+    if not _any_repeated(ctx.messages):
+        return  # nothing is renamed unless an id is declared twice
     seen: set[str] = set()
     current: dict[str, str] = {}  # id as the client wrote it -> id of its latest declaration
     for position, message in enumerate(ctx.messages):
@@ -44,6 +46,21 @@ def apply(ctx: Context) -> None:
             if original is not None and current.get(original, original) != original:
                 message["tool_call_id"] = current[original]
                 ctx.report(RULE, message, "renamed", f"result of duplicate call id {original} -> {current[original]}", position)
+
+
+def _any_repeated(messages: list[Message]) -> bool:
+    """Whether some call id is declared twice (history.is_call_turn and call_id, written out: this runs over every
+    message, and almost always finds none). Until one is renamed the ids seen are the ids as written, so without a
+    repeated one nothing is renamed, calls or results."""
+    seen: set[str] = set()
+    for m in messages:
+        if type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list:
+            for call in calls:
+                if type(call) is dict and type(cid := call.get("id")) is str and cid:
+                    if cid in seen:
+                        return True
+                    seen.add(cid)
+    return False
 
 
 def _unused(original: str, seen: set[str]) -> str:

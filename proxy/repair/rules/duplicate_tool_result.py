@@ -26,7 +26,16 @@ RULE = Rule("TM108", "duplicate-tool-result", ("S5", "MI-3", "KI-3", "AM-5"))
 
 def apply(ctx: Context) -> None:
     first: dict[str, Message] = {}
-    position = 0
+    # The results before the first repeated one, each the first of its id (history.is_tool and result_id, written
+    # out: this runs over every message, and almost always finds no repeat); the rule's work starts there.
+    for at, message in enumerate(ctx.messages):
+        if type(message) is dict and message.get("role") == "tool" and type(rid := message.get("tool_call_id")) is str and rid:
+            if rid in first:
+                position = at
+                break
+            first[rid] = message
+    else:
+        return
     while position < len(ctx.messages):
         message = ctx.messages[position]
         rid = result_id(message) if is_tool(message) else None

@@ -28,7 +28,17 @@ RULE = Rule("TM105", "split-parallel-turn", ("S1", "MI-2", "MM-1"))
 
 
 def apply(ctx: Context) -> None:
-    position = 0
+    # Where the first two call turns in a row stand (history.is_call_turn, written out: this runs over every
+    # message); most histories have none, and nothing before them changes.
+    previous = False
+    for later, m in enumerate(ctx.messages):
+        current = type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and len(calls) > 0
+        if current and previous:
+            position = later - 1
+            break
+        previous = current
+    else:
+        return
     while position + 1 < len(ctx.messages):
         first, second = ctx.messages[position], ctx.messages[position + 1]
         if is_call_turn(first) and is_call_turn(second):
