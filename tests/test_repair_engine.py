@@ -253,3 +253,15 @@ async def test_the_proxy_answers_400_and_forwards_nothing_when_a_repair_would_le
     error = response.json()["error"]
     assert error["code"] == "toolmend_empty_history" and error["param"] == "messages.[0]"
     assert "TM204, TM101, TM109" in error["message"]
+
+
+def test_a_message_made_after_one_was_deleted_never_takes_the_deleted_one_s_position() -> None:
+    # Findings locate messages by identity: a freed message's id can be handed to the next dict made, which then
+    # inherited its position (found by a differential fuzz: TM301 reported at the wrong index).
+    from proxy.repair.context import Context
+    from proxy.repair.profiles import get_profile
+
+    ctx = Context([{"role": "user", "content": str(n)} for n in range(50)], None, {}, Policy(), get_profile("openai"))
+    del ctx.messages[:]
+    made = [{"role": "tool", "content": str(n)} for n in range(50)]
+    assert [ctx.index_of(message, -1) for message in made] == [-1] * 50

@@ -38,6 +38,9 @@ class Context:
         self.rejected: Finding | None = None
         # A dialect that reads its history into a view passes where each entry stood in the client's JSON.
         self.origin = origin if origin is not None else {id(message): index for index, message in enumerate(messages)}
+        # ``origin`` is keyed by identity: every entry it knows stays alive for the pass, so a message a rule makes
+        # after deleting one can never take a deleted message's id, and with it a wrong position in its finding.
+        self._alive = list(messages)
         #: The whole request body as the client sent it (read-only): settings such as ``store`` or ``thinking``.
         self.request: Mapping[str, Any] = request if request is not None else {}
 
