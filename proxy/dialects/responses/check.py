@@ -31,6 +31,8 @@ _MISSING = object()
 _ID_CHARACTERS = bad_item_id.ID_CHARACTERS.fullmatch
 #: ``bad_item_id.PREFIX`` with its underscore, for one ``startswith`` per id.
 _PREFIXES = {kind: prefix + "_" for kind, prefix in bad_item_id.PREFIX.items()}
+#: What ``dangling_reasoning.produced_by_model`` says a reasoning item never produces, besides outputs and messages.
+_NOT_PRODUCED = dangling_reasoning.NOT_PRODUCED
 
 
 def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
@@ -48,45 +50,55 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     longest = profile.max_id_length
     declared: set[str] = set()
     answered: set[str] = set()
-    seen_ids: set[Any] = set()
+    seen_ids: set[str] = set()
     waiting: set[str] = set()  # calls of the latest run still owed their outputs (adjacency)
     reasoned = False  # a reasoning item stands in the current run of reasoning and calls (TM405)
     last = len(items) - 1
     broken = False
+    wanted, reasoned_ids = found.wanted, found.reasoned
     for position, item in enumerate(items):
-        if type(item) is not dict:
+        if type(item) is not dict or type(kind := item.get("type", "message")) is not str:
             reasoned = False
-            continue  # not ours to judge: forwarded as sent
-        kind = item.get("type", "message")
+            continue  # not ours to judge (a ``type`` that is a list or an object too): forwarded as sent
         key = item.get("id", _MISSING)
         if key is not _MISSING:
-            if store_off or key in seen_ids:
-                broken = True  # TM407 (RS-7), TM403 (RS-9)
-            elif kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
-                if type(key) is not str or not _ID_CHARACTERS(key):
-                    broken = True
-                elif kind == "message":
-                    broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
-                elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
-                    broken = True
-            seen_ids.add(key if type(key) is str else None)
+            if type(key) is not str:
+                broken = True  # TM404 (RS-12) or TM407 (RS-7); a list or an object cannot go in seen_ids either
+            else:
+                if store_off or key in seen_ids:
+                    broken = True  # TM407 (RS-7), TM403 (RS-9)
+                elif kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
+                    if not _ID_CHARACTERS(key):
+                        broken = True
+                    elif kind == "message":
+                        broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
+                    elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
+                        broken = True
+                seen_ids.add(key)
         if kind == "reasoning":
             reasoned = True
+            # dangling_reasoning.produced_by_model of the next item
             following = items[position + 1] if position < last else None
-            if ((store_off and not item.get("encrypted_content")) or not dangling_reasoning.produced_by_model(following)
-                    or (waiting and adjacent)):
+            if type(following) is not dict:
+                produced = False
+            elif type(then := following.get("type", "message")) is not str:
+                produced = True  # not ours to judge
+            else:
+                produced = (following.get("role") == "assistant" if then == "message"
+                            else then not in OUTPUT_TYPES and then not in _NOT_PRODUCED)
+            if (store_off and not item.get("encrypted_content")) or not produced or (waiting and adjacent):
                 broken = True  # TM407; TM406 (RS-6); RS-17: reasoning between a call and its output
             continue
         if kind in CALL_TYPES:
-            cid = call_id_of(item)
-            if cid is None:
+            cid = item.get("call_id")  # items.call_id_of (a call's is always its call_id)
+            if type(cid) is not str or not cid:
                 continue
             if cid in declared or len(cid) > longest:
                 broken = True  # TM107, TM208 (RS-14)
             declared.add(cid)
             waiting.add(cid)
             if key is not _MISSING:  # TM405: only memory knows whether it had reasoning, and which (RS-4)
-                (found.reasoned if reasoned else found.wanted).append(cid)
+                (reasoned_ids if reasoned else wanted).append(cid)
             continue
         if kind in OUTPUT_TYPES:
             cid = call_id_of(item)
@@ -95,14 +107,14 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             elif cid not in declared:
                 if chained is None:
                     broken = True  # TM101/TM102 (RS-3): its call is nowhere before it
-                found.wanted.append(cid)
+                wanted.append(cid)
             if cid is not None:
                 answered.add(cid)
                 waiting.discard(cid)
             reasoned = False
             continue
         if kind == "message" and type(key) is str and key and item.get("role") == "assistant":
-            (found.reasoned if reasoned else found.wanted).append(key)  # TM405 (RS-5)
+            (reasoned_ids if reasoned else wanted).append(key)  # TM405 (RS-5)
         if store_off and kind == "item_reference":
             broken = True  # TM407
         if waiting and adjacent:

@@ -34,12 +34,12 @@ _ALSO_ANSWERED_BY: Final[Mapping[str, frozenset[str]]] = MappingProxyType({"loca
 
 def is_call(item: Any) -> TypeGuard[dict[str, Any]]:
     """A call item of one of the families above (an object whose ``type`` is a call type)."""
-    return type(item) is dict and item.get("type") in CALL_TYPES
+    return type(item) is dict and type(kind := item.get("type")) is str and kind in CALL_TYPES
 
 
 def is_output(item: Any) -> TypeGuard[dict[str, Any]]:
-    """An output item answering a call of one of the families above."""
-    return type(item) is dict and item.get("type") in OUTPUT_TYPES
+    """An output item answering a call of one of the families above (a ``type`` that is a list is not one)."""
+    return type(item) is dict and type(kind := item.get("type")) is str and kind in OUTPUT_TYPES
 
 
 def output_type_for(call_type: str) -> str | None:

@@ -16,11 +16,15 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.responses.items import is_output
+from proxy.dialects.responses.items import OUTPUT_TYPES
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM406", "dangling-reasoning", ("RS-6",))
+
+
+#: Item types (besides outputs and messages) a reasoning item cannot have produced.
+NOT_PRODUCED = ("item_reference", "reasoning")
 
 
 def produced_by_model(item: Any) -> bool:
@@ -28,10 +32,12 @@ def produced_by_model(item: Any) -> bool:
     makes. Not an output, a client's message, a reference, nor another reasoning item: a reasoning item leads to
     what the model did next, so of two in a row the first has lost what it produced (dropping it is always
     safe; keeping it is refused)."""
-    if type(item) is not dict or is_output(item):
+    if type(item) is not dict:
         return False
     kind = item.get("type", "message")
-    return item.get("role") == "assistant" if kind == "message" else kind not in ("item_reference", "reasoning")
+    if type(kind) is not str:
+        return True  # an item of no known type (a list, an object): not ours to judge, the reasoning stays
+    return item.get("role") == "assistant" if kind == "message" else kind not in OUTPUT_TYPES and kind not in NOT_PRODUCED
 
 
 def dangling(items: list[Any], position: int) -> bool:
