@@ -27,6 +27,7 @@ REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_conten
 CALL_1 = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather", "arguments": "{\"city\": \"Paris\"}", "status": "completed"}
 CALL_2 = {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "time", "arguments": "{}", "status": "completed"}
 PATCH = {"type": "custom_tool_call", "id": "ctc_3", "call_id": "call_3", "name": "apply_patch", "input": "*** Begin Patch"}
+LOCAL_SHELL = {"type": "local_shell_call", "call_id": "call_7", "action": {"type": "exec", "command": ["ls"]}, "status": "completed"}
 TURN = {"dialect": "responses", "ids": ["call_1", "call_2", "resp_1"], "response_id": "resp_1", "items": [REASONING, CALL_1, CALL_2]}
 
 
@@ -157,3 +158,38 @@ def test_long_call_ids_are_shortened_in_the_call_and_its_output_together() -> No
     assert new_call["call_id"] == new_output["call_id"] and len(new_call["call_id"]) <= 64
     assert violations(body_of([USER, call, output(long_id)]))
     assert "TM208" in {f.code for f in result.findings}
+
+
+def test_a_call_resent_twice_with_previous_response_id_is_dropped_and_its_output_kept() -> None:
+    """Found by tests/test_fuzz_dialects.py: TM401 ran after the structural rules, which had renamed the second
+    copy (TM107) and given it the output; dropping both copies left an output of ``call_1_2``, a call nobody had
+    (RS-3), and the adjacent profiles an output between a call and its own."""
+    body = {"previous_response_id": "resp_1", "input": [CALL_1, CALL_1, output("call_1")]}
+    for profile in (OPENAI, STRICT):
+        result = repaired(body, recalled_by_ids(TURN), profile)
+        assert result is not None and result.body["input"] == [output("call_2", DEFAULT_PLACEHOLDER), output("call_1")]
+        assert violations(result.body, served()) == [] and repaired(result.body, recalled_by_ids(TURN), profile).findings == ()
+
+
+def test_an_item_that_only_shares_an_id_with_the_previous_response_keeps_its_content() -> None:
+    """Not what the server holds, so not dropped; its id is the server's, so deleted (RS-9). An id that is a list
+    is the server's to refuse: it raised TypeError (unhashable) in TM401."""
+    body = {"previous_response_id": "resp_1", "input": [{**CALL_1, "call_id": "call_9"}, output("call_9")]}
+    result = repaired(body, recalled_by_ids(TURN))
+    new_call = {key: value for key, value in CALL_1.items() if key != "id"} | {"call_id": "call_9"}
+    assert result is not None and result.body["input"] == [output("call_1", DEFAULT_PLACEHOLDER), output("call_2", DEFAULT_PLACEHOLDER),
+                                                           new_call, output("call_9")]
+    odd = {"previous_response_id": "resp_1", "input": [{**CALL_1, "id": []}, output("call_1")]}
+    assert repaired(odd, recalled_by_ids(TURN)) is not None
+
+
+@pytest.mark.parametrize("body", [
+    {"store": False, "input": [LOCAL_SHELL, {"type": "local_shell_call_output", "id": "call_7", "output": "ok"}]},
+    {"input": [{**LOCAL_SHELL, "id": "call_7"}, {"type": "local_shell_call_output", "id": "call_7", "output": "ok"}]},
+    {"input": [{**LOCAL_SHELL, "call_id": "call 7"}, {"type": "local_shell_call_output", "id": "call 7", "output": "ok"}]},
+], ids=["store-false", "id-shared-with-its-call", "odd-characters"])
+def test_a_local_shell_output_keeps_the_id_that_names_its_call(body: dict) -> None:
+    """Found by tests/test_fuzz_dialects.py: TM407, TM403 and TM404 deleted it like any item id, and the output
+    answered nothing (the next repair gave it a made-up call)."""
+    result = repaired(body)
+    assert result is None or result.findings == ()

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
-__all__ = ["CALL_TYPES", "OUTPUT_TYPE", "OUTPUT_TYPES", "answers", "call_id_of", "is_call", "is_output", "output_type_for", "recall_key"]
+__all__ = ["CALL_TYPES", "OUTPUT_TYPE", "OUTPUT_TYPES", "answers", "call_id_of", "id_pairs", "is_call", "is_output", "output_type_for",
+           "recall_key"]
 
 OUTPUT_TYPE: Final[Mapping[str, str]] = MappingProxyType({
     "function_call": "function_call_output",
@@ -70,3 +71,10 @@ def call_id_of(item: Any) -> str | None:
     if value is None and item.get("type") == "local_shell_call_output":
         value = item.get("id")
     return value if type(value) is str and value else None
+
+
+def id_pairs(item: dict[str, Any]) -> bool:
+    """Whether the item's ``id`` is what pairs it with its call (a ``local_shell_call_output`` without ``call_id``):
+    the rules that delete item ids (duplicates, ``store: false``, ids the server never makes) must keep that one,
+    or the output answers nothing."""
+    return item.get("type") == "local_shell_call_output" and item.get("call_id") is None

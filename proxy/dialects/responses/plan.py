@@ -1,9 +1,9 @@
 """Planning and repairing a Responses request: the structural rules over the view, then the item rules.
 
-``plan`` runs the one-pass check; ``ResponsesPlan.repair`` reads the input into the neutral view
-(``view.py``), runs the structural rules every dialect shares with the remembered turns in hand, writes the
-view back into items, runs the Responses rules over those items, and answers with the request body holding
-the new input. Every finding names the position of the item as the client sent it.
+``plan`` runs the one-pass check; ``ResponsesPlan.repair`` drops what the previous response already holds
+(TM401), reads the rest of the input into the neutral view (``view.py``), runs the structural rules every
+dialect shares with the remembered turns in hand, writes the view back into items, runs the other Responses
+rules over those items, and answers with the request body holding the new input. Every finding names the position of the item as the client sent it.
 """
 
 from dataclasses import dataclass
@@ -11,7 +11,7 @@ from typing import Any
 
 from proxy.dialects.responses.check import inspect
 from proxy.dialects.responses.items import call_id_of, is_call, is_output
-from proxy.dialects.responses.rules import ITEM_RULES
+from proxy.dialects.responses.rules import AFTER_VIEW, previous_response_items
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import read, view_turn, write
 from proxy.repair.context import Context, Recalled
@@ -35,15 +35,18 @@ class ResponsesPlan:
     recall: list[str]
 
     def repair(self, recalled: Recalled, policy: Policy) -> Result:
-        items: list[Any] = self.body["input"]
+        resent = Context(list(self.body["input"]), self.body.get("tools"), recalled, policy, self.profile, request=self.body)
+        previous_response_items.apply(resent)
+        items = resent.messages
         view, origin = read(items, self._held_by_server(items, recalled), self.profile.adjacent_results)
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = {key: view_turn(turn) for key, turn in recalled.items() if dialect_of(turn) == "responses"}
-        ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, origin, self.body)
+        ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
+        ctx.findings = resent.findings
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled
-        if refused(ctx, (*ITEM_RULES, empty_history)):
+        if refused(ctx, (*AFTER_VIEW, empty_history)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
@@ -60,6 +63,12 @@ class ResponsesPlan:
         held = items if previous is None else previous.get("items", ())
         answering = (call_id_of(item) for item in held if (is_output(item) if previous is None else is_call(item)))
         return frozenset(cid for cid in answering if cid is not None and cid not in declared)
+
+
+def _as_sent(origin: dict[int, int], items: list[Any], resent: Context) -> dict[int, int]:
+    """``origin`` (positions in ``items``, what TM401 left) as positions in the input the client sent."""
+    sent = [resent.index_of(item) for item in items]
+    return {key: sent[index] for key, index in origin.items()}
 
 
 def plan(body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:

@@ -1,6 +1,6 @@
 """The Responses API's own rules, over input items (after the structural rules ran over the view and their
-edits were written back), in the order they run: what the previous response already holds first, then
-duplicates, then item ids (wrong ones deleted, ones whose reasoning is gone deleted), reasoning left with
+edits were written back), in the order they run: what the previous response already holds first (that one
+before the structural rules, see ``plan.py``), then duplicates, then item ids (wrong ones deleted, ones whose reasoning is gone deleted), reasoning left with
 nothing to follow, and last what ``store: false`` forbids, so it also sees what the earlier rules kept.
 Each rule is one module with ``RULE``, a Bad/Good docstring (one input item a line) and ``apply(ctx)``.
 """
@@ -16,6 +16,7 @@ from proxy.dialects.responses.rules import (
 )
 from proxy.repair.rule import RepairRule
 
+#: Every Responses rule, as the catalogue lists them.
 ITEM_RULES: tuple[RepairRule, ...] = (
     previous_response_items,
     previous_response_unanswered,
@@ -25,3 +26,5 @@ ITEM_RULES: tuple[RepairRule, ...] = (
     dangling_reasoning,
     unstored_ids,
 )
+#: The rules run over the items the structural rules wrote back: all but TM401, which runs before them.
+AFTER_VIEW: tuple[RepairRule, ...] = tuple(rule for rule in ITEM_RULES if rule is not previous_response_items)

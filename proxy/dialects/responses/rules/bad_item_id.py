@@ -20,7 +20,7 @@ Good:
 import re
 from typing import Any
 
-from proxy.dialects.responses.items import CALL_TYPES, is_call
+from proxy.dialects.responses.items import CALL_TYPES, id_pairs, is_call
 from proxy.dialects.responses.rules import dangling_reasoning
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -41,7 +41,7 @@ def expected_prefix(item: dict[str, Any]) -> str | None:
 
 def is_bad(item: Any) -> bool:
     """An item whose ``id`` is present but could not have come from the server."""
-    if type(item) is not dict or "id" not in item or item.get("type") == "item_reference":
+    if type(item) is not dict or "id" not in item or item.get("type") == "item_reference" or id_pairs(item):
         return False
     key = item["id"]
     if type(key) is not str or not ID_CHARACTERS.fullmatch(key):

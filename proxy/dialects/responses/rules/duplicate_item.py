@@ -21,6 +21,7 @@ Good:
 
 from typing import Any
 
+from proxy.dialects.responses.items import id_pairs
 from proxy.dialects.responses.rules.dangling_reasoning import dangling
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -39,7 +40,7 @@ def apply(ctx: Context) -> None:
             kept.append(item)
         elif item == items[keeper.get(key, position)] and keeper.get(key, position) != position:
             ctx.report(RULE, item, "removed", f"a copy of {item.get('type')} {key} dropped")
-        elif key in first and item != first[key]:
+        elif key in first and item != first[key] and not id_pairs(item):
             kept.append({name: value for name, value in item.items() if name != "id"})
             ctx.report(RULE, item, "renamed", f"{item.get('type')} reuses id {key}: its id deleted, its content kept")
         else:

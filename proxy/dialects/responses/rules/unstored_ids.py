@@ -2,7 +2,8 @@ r"""Server item ids in a ``store: false`` request (Codex, zero-data-retention ac
 store): nothing was persisted, so every id is looked up in vain.
 
 The server answers 404 (RS-7: "Items are not persisted when `store` is set to false"; Azure likewise, RS-19).
-Every input item loses its ``id`` (reasoning keeps its ``encrypted_content``, which is self-contained); an
+Every input item loses its ``id`` (reasoning keeps its ``encrypted_content``, which is self-contained), but for a
+``local_shell_call_output`` whose ``id`` names the call it answers (``items.id_pairs``); an
 ``item_reference`` points at nothing and a reasoning item without ``encrypted_content`` cannot be used, so
 both are dropped. Answers RS-7, RS-19.
 
@@ -22,6 +23,7 @@ Good:
 
 from typing import Any
 
+from proxy.dialects.responses.items import id_pairs
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -41,7 +43,7 @@ def apply(ctx: Context) -> None:
     for item in ctx.messages:
         if unusable(item):
             ctx.report(RULE, item, "removed", f"{item.get('type')} dropped: it needs the server's store, and store is false")
-        elif type(item) is dict and "id" in item:
+        elif type(item) is dict and "id" in item and not id_pairs(item):
             kept.append({name: value for name, value in item.items() if name != "id"})
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} id deleted: store is false")
         else:
