@@ -8,6 +8,7 @@ errors. The structural rules themselves are written once, over the neutral view 
 """
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import orjson
@@ -21,6 +22,7 @@ from proxy.repair.findings import Finding, Policy
 from proxy.repair.profiles import Profile
 from proxy.repair.rules import orphan_tool_message
 from proxy.turns import Dialect as DialectName
+from proxy.turns import Turn, dialect_of
 
 
 class Planned(Protocol):
@@ -104,6 +106,20 @@ class ListHistory:
 
     def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
         return None
+
+
+def viewed(recalled: Recalled, dialect: DialectName, view_turn: Callable[[Turn], Turn]) -> dict[str, Turn]:
+    """The recalled turns of ``dialect`` as the structural rules read them (``view_turn``), by the same keys. A turn
+    recalled by several of its ids (a parallel turn) is viewed once and shared, as the store shares it."""
+    views: dict[int, Turn] = {}
+    out: dict[str, Turn] = {}
+    for key, turn in recalled.items():
+        if dialect_of(turn) == dialect:
+            made = views.get(id(turn))
+            if made is None:
+                made = views[id(turn)] = view_turn(turn)
+            out[key] = made
+    return out
 
 
 def rejection(finding: Finding, render: Render, where: str, param: str | None) -> Response:

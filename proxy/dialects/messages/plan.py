@@ -14,6 +14,7 @@ whose repair touches a few hundred messages is not walked once per rule.
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.dialects.dialect import viewed
 from proxy.dialects.messages.check import inspect, may_change
 from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, thinking, tool_use_id, unsigned_thinking
 from proxy.dialects.messages.rules.edit import Pending
@@ -44,7 +45,7 @@ class MessagesPlan:
         view = read(self.body["messages"])
         turns = {key: turn for key, turn in recalled.items() if dialect_of(turn) == "messages"}
         # The structural rules read remembered turns as they read the history: as the view.
-        remembered = {key: view_turn(turn) for key, turn in turns.items()}
+        remembered = viewed(turns, "messages", view_turn)
         ctx = Pending(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)

@@ -9,6 +9,7 @@ rules over those items, and answers with the request body holding the new input.
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.dialects.dialect import viewed
 from proxy.dialects.responses.check import inspect
 from proxy.dialects.responses.items import call_id_of, is_call, is_output
 from proxy.dialects.responses.rules import AFTER_VIEW, previous_response_items
@@ -20,7 +21,6 @@ from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
 from proxy.repair.rule import RepairRule
 from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id, split_parallel_turn
-from proxy.turns import dialect_of
 
 #: The structural rules, then TM208 over the ids, with the Responses API's 64-character limit (RS-14). Not TM105:
 #: a run of calls is one view entry already, and the turns the view keeps apart (each run of reasoning and
@@ -40,7 +40,7 @@ class ResponsesPlan:
         items = resent.messages
         view, origin = read(items, self._held_by_server(items, recalled), self.profile.adjacent_results)
         # The structural rules read remembered turns as they read the history: as the view.
-        remembered = {key: view_turn(turn) for key, turn in recalled.items() if dialect_of(turn) == "responses"}
+        remembered = viewed(recalled, "responses", view_turn)
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
         ctx.findings = resent.findings
         if refused(ctx, VIEW_RULES):
