@@ -1,0 +1,156 @@
+"""Instructions, not seconds: what a repair or a served request costs, counted by valgrind's callgrind.
+
+On a shared 2-core VM the same run can take 26 ms once and 44 ms the next, so timings only compare within one
+run. An instruction count is the same whatever else the machine is doing, which makes it the way to compare two
+commits, or today's code with figures measured on another machine. Each figure is the difference between a
+process doing the work ``more`` times and one doing it ``fewer`` times, divided by the difference, so start-up
+and imports cancel out.
+
+    python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories
+    python bench/instructions.py serve --upstream http://127.0.0.1:8080/v1 [--memory sqlite:///tmp/m.db]
+    python bench/instructions.py serve --upstream ... --repo /tmp/old   # a checkout of another commit
+
+``serve`` runs ``python -m proxy serve`` under callgrind and sends it chat JSON requests (``bench/request.json``) one
+after the other on one keep-alive connection; the upstream is the bench mock (``python bench/run.py --render-mock
+DIR`` writes it and prints how to start it). ``--repo`` runs another checkout's ``proxy`` (chat only, for
+``repair``: older commits have no dialects). Needs ``apt-get install valgrind``.
+"""
+
+import argparse
+import http.client
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+HERE = BENCH.parent
+
+
+def collected(command: list[str], cwd: Path) -> int:
+    """Instructions callgrind counted for ``command`` (every thread of it)."""
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+                         cwd=cwd, capture_output=True, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
+
+
+def per_unit(count: Callable[[int], int], fewer: int, more: int) -> float:
+    return (count(more) - count(fewer)) / (more - fewer)
+
+
+# --- repair -------------------------------------------------------------------------------------------------
+
+def _repair_child(kind: str, times: int) -> None:
+    """In the measured process: build ``kind``'s broken history as bench/repair_bench.py does, then plan and
+    repair it ``times`` times with what the store would answer."""
+    sys.path[:0] = [str(Path.cwd()), str(Path.cwd() / "bench")]
+    import repair_bench as rb  # the checkout under measurement, found through the cwd
+
+    from proxy.repair import Policy, repair
+    rng = random.Random(7)
+    if kind == "chat":
+        history, remembered = rb.broken_history(2000, rng)
+        body = {"model": "x", "messages": history}
+        takes_callback = "recall" in repair.__code__.co_varnames[:repair.__code__.co_argcount]
+        for _ in range(times):  # older commits take a recall callback instead of the recalled turns
+            repair(body, (lambda ids: remembered) if takes_callback else remembered, "openai", Policy())
+        return
+    from proxy.dialects import MESSAGES, RESPONSES
+    if kind == "responses":
+        items, remembered = rb.broken_items(2000, rng)
+        dialect, body, profile = RESPONSES, {"model": "gpt-5.5", "input": items}, RESPONSES.profile("openai")
+    else:
+        history, remembered = rb.broken_messages(2000, rng)
+        dialect, profile = MESSAGES, MESSAGES.profile("anthropic")
+        body = {"model": "claude-sonnet-4-5", "thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096, "messages": history}
+    planned = dialect.plan(body, profile)
+    recalled = {key: remembered[key] for key in planned.recall if key in remembered}
+    for _ in range(times):
+        dialect.plan(body, profile).repair(recalled, Policy())
+
+
+def repair_counts(repo: Path, kinds: list[str]) -> None:
+    for kind in kinds:
+        def count(times: int, kind: str = kind) -> int:
+            return collected([sys.executable, str(Path(__file__).resolve()), "_repair", kind, str(times)], repo)
+        print(f"{kind:10s} {per_unit(count, 1, 4) / 1e6:8.1f} M instructions per plan + repair")
+
+
+# --- serve --------------------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _send(port: int, requests: int) -> None:
+    body = (BENCH / "request.json").read_bytes()
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    deadline = time.monotonic() + 120  # valgrind starts a Python slowly
+    while True:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port)
+            connection.connect()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    for _ in range(requests):
+        connection.request("POST", "/v1/chat/completions", body, headers)
+        answer = connection.getresponse()
+        answer.read()
+        if answer.status != 200:
+            raise SystemExit(f"toolmend answered {answer.status}: is the mock upstream running?")
+
+
+def serve_count(repo: Path, upstream: str, memory: str, requests: int) -> int:
+    port = _free_port()
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m", "proxy", "serve",
+               "--upstream", upstream, "--host", "127.0.0.1", "--port", str(port), "--memory", memory]
+    with tempfile.TemporaryFile("w+") as log:  # a log line per request: a pipe would fill and stall the server
+        server = subprocess.Popen(command, cwd=repo, stdout=subprocess.DEVNULL, stderr=log, text=True)
+        try:
+            _send(port, requests)
+        finally:
+            server.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly and callgrind prints its total
+            server.wait(timeout=120)
+        log.seek(0)
+        return int(re.search(r"Collected : (\d+)", log.read()).group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    rep = sub.add_parser("repair")
+    rep.add_argument("--repo", type=Path, default=HERE)
+    rep.add_argument("--kinds", default="chat,responses,messages")
+    srv = sub.add_parser("serve")
+    srv.add_argument("--repo", type=Path, default=HERE)
+    srv.add_argument("--upstream", required=True)
+    srv.add_argument("--memory", default="memory://", help="a store URL; give each commit a file of its own")
+    srv.add_argument("--requests", type=int, default=500, help="requests more in the second process than in the first (50)")
+    child = sub.add_parser("_repair")
+    child.add_argument("kind")
+    child.add_argument("times", type=int)
+    args = parser.parse_args()
+    if args.mode == "_repair":
+        _repair_child(args.kind, args.times)
+    elif args.mode == "repair":
+        repair_counts(args.repo.resolve(), args.kinds.split(","))
+    else:
+        def count(requests: int) -> int:
+            return serve_count(args.repo.resolve(), args.upstream, args.memory, requests)
+        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per chat JSON request "
+              f"({args.repo}, {args.memory})")
+
+
+if __name__ == "__main__":
+    main()
