@@ -62,19 +62,17 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             continue  # not ours to judge (a ``type`` that is a list or an object too): forwarded as sent
         key = item.get("id", _MISSING)
         if key is not _MISSING:
-            if type(key) is not str:
-                broken = True  # TM404 (RS-12) or TM407 (RS-7); a list or an object cannot go in seen_ids either
+            if type(key) is not str or store_off or key in seen_ids:
+                broken = True  # TM404 (RS-12: not a string, nor for seen_ids), TM407 (RS-7), TM403 (RS-9)
             else:
-                if store_off or key in seen_ids:
-                    broken = True  # TM407 (RS-7), TM403 (RS-9)
-                elif kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
+                seen_ids.add(key)
+                if kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
                     if not _ID_CHARACTERS(key):
                         broken = True
                     elif kind == "message":
                         broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
                     elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
                         broken = True
-                seen_ids.add(key)
         if kind == "reasoning":
             reasoned = True
             # dangling_reasoning.produced_by_model of the next item

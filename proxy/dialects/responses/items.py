@@ -68,7 +68,7 @@ def call_id_of(item: Any) -> str | None:
     if type(item) is not dict:
         return None
     value = item.get("call_id")
-    if value is None and item.get("type") == "local_shell_call_output":
+    if value is None and item.get("type") == "local_shell_call_output":  # id_pairs, written out: every output of every request
         value = item.get("id")
     return value if type(value) is str and value else None
 

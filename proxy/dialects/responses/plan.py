@@ -3,7 +3,8 @@
 ``plan`` runs the one-pass check; ``ResponsesPlan.repair`` drops what the previous response already holds
 (TM401), reads the rest of the input into the neutral view (``view.py``), runs the structural rules every
 dialect shares with the remembered turns in hand, writes the view back into items, runs the other Responses
-rules over those items, and answers with the request body holding the new input. Every finding names the position of the item as the client sent it.
+rules over those items, and answers with the request body holding the new input. Every finding names the
+position of the item as the client sent it.
 """
 
 from dataclasses import dataclass

@@ -1,7 +1,8 @@
 """The Responses API's own rules, over input items (after the structural rules ran over the view and their
 edits were written back), in the order they run: what the previous response already holds first (that one
-before the structural rules, see ``plan.py``), then duplicates, then item ids (wrong ones deleted, ones whose reasoning is gone deleted), reasoning left with
-nothing to follow, and last what ``store: false`` forbids, so it also sees what the earlier rules kept.
+before the structural rules, see ``plan.py``), then duplicates, then item ids (wrong ones deleted, ones whose
+reasoning is gone deleted), reasoning left with nothing to follow, and last what ``store: false`` forbids, so it
+also sees what the earlier rules kept.
 Each rule is one module with ``RULE``, a Bad/Good docstring (one input item a line) and ``apply(ctx)``.
 """
 
