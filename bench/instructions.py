@@ -18,6 +18,7 @@ DIR`` writes it and prints how to start it). ``--repo`` runs another checkout's 
 
 import argparse
 import http.client
+import os
 import random
 import re
 import signal
@@ -33,11 +34,25 @@ BENCH = Path(__file__).resolve().parent
 HERE = BENCH.parent
 
 
+#: callgrind counting every thread of the command that follows, its profile thrown away: only the total is read.
+CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+
+
+def total(report: str) -> int:
+    """The instructions callgrind reports (on stderr) having collected."""
+    found = re.search(r"Collected : (\d+)", report)
+    if found is None:
+        raise SystemExit(f"callgrind printed no total:\n{report[-2000:]}")
+    return int(found.group(1))
+
+
+#: Python's hash randomization moves a count by ~2 % between runs of the same code (set and dict layouts): fixed.
+ENV = {**os.environ, "PYTHONHASHSEED": "0"}
+
+
 def collected(command: list[str], cwd: Path) -> int:
     """Instructions callgrind counted for ``command`` (every thread of it)."""
-    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
-                         cwd=cwd, capture_output=True, text=True, check=True)
-    return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
+    return total(subprocess.run([*CALLGRIND, *command], cwd=cwd, env=ENV, capture_output=True, text=True, check=True).stderr)
 
 
 def per_unit(count: Callable[[int], int], fewer: int, more: int) -> float:
@@ -113,17 +128,17 @@ def _send(port: int, requests: int) -> None:
 
 def serve_count(repo: Path, upstream: str, memory: str, requests: int) -> int:
     port = _free_port()
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m", "proxy", "serve",
-               "--upstream", upstream, "--host", "127.0.0.1", "--port", str(port), "--memory", memory]
+    command = [*CALLGRIND, sys.executable, "-m", "proxy", "serve", "--upstream", upstream, "--host", "127.0.0.1",
+               "--port", str(port), "--memory", memory]
     with tempfile.TemporaryFile("w+") as log:  # a log line per request: a pipe would fill and stall the server
-        server = subprocess.Popen(command, cwd=repo, stdout=subprocess.DEVNULL, stderr=log, text=True)
+        server = subprocess.Popen(command, cwd=repo, env=ENV, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             _send(port, requests)
         finally:
             server.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly and callgrind prints its total
             server.wait(timeout=120)
         log.seek(0)
-        return int(re.search(r"Collected : (\d+)", log.read()).group(1))
+        return total(log.read())
 
 
 def main() -> None:
@@ -136,7 +151,7 @@ def main() -> None:
     srv.add_argument("--repo", type=Path, default=HERE)
     srv.add_argument("--upstream", required=True)
     srv.add_argument("--memory", default="memory://", help="a store URL; give each commit a file of its own")
-    srv.add_argument("--requests", type=int, default=500, help="requests more in the second process than in the first (50)")
+    srv.add_argument("--requests", type=int, default=500, help="requests the second process serves beyond the first one's 50")
     child = sub.add_parser("_repair")
     child.add_argument("kind")
     child.add_argument("times", type=int)
