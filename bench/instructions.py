@@ -6,7 +6,7 @@ commits, or today's code with figures measured on another machine. Each figure i
 process doing the work ``more`` times and one doing it ``fewer`` times, divided by the difference, so start-up
 and imports cancel out.
 
-    python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories
+    python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories, as served
     python bench/instructions.py serve --upstream http://127.0.0.1:8080/v1 [--memory sqlite:///tmp/m.db]
     python bench/instructions.py serve --upstream ... --repo /tmp/old   # a checkout of another commit
 
@@ -63,8 +63,10 @@ def per_unit(count: Callable[[int], int], fewer: int, more: int) -> float:
 
 def _repair_child(kind: str, times: int) -> None:
     """In the measured process: build ``kind``'s broken history as bench/repair_bench.py does, then plan and
-    repair it ``times`` times with what the store would answer."""
+    repair it ``times`` times with what the store would answer, as that checkout's endpoint runs it (with the
+    cycle collector paused for a large body where it has ``repair_bench.as_served``; older commits did not)."""
     sys.path[:0] = [str(Path.cwd()), str(Path.cwd() / "bench")]
+    import orjson
     import repair_bench as rb  # the checkout under measurement, found through the cwd
 
     from proxy.repair import Policy, repair
@@ -73,21 +75,27 @@ def _repair_child(kind: str, times: int) -> None:
         history, remembered = rb.broken_history(2000, rng)
         body = {"model": "x", "messages": history}
         takes_callback = "recall" in repair.__code__.co_varnames[:repair.__code__.co_argcount]
-        for _ in range(times):  # older commits take a recall callback instead of the recalled turns
-            repair(body, (lambda ids: remembered) if takes_callback else remembered, "openai", Policy())
-        return
-    from proxy.dialects import MESSAGES, RESPONSES
-    if kind == "responses":
-        items, remembered = rb.broken_items(2000, rng)
-        dialect, body, profile = RESPONSES, {"model": "gpt-5.5", "input": items}, RESPONSES.profile("openai")
+        recalled = (lambda ids: remembered) if takes_callback else remembered  # older commits take a recall callback
+
+        def once() -> object:
+            return repair(body, recalled, "openai", Policy())
     else:
-        history, remembered = rb.broken_messages(2000, rng)
-        dialect, profile = MESSAGES, MESSAGES.profile("anthropic")
-        body = {"model": "claude-sonnet-4-5", "thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096, "messages": history}
-    planned = dialect.plan(body, profile)
-    recalled = {key: remembered[key] for key in planned.recall if key in remembered}
+        from proxy.dialects import MESSAGES, RESPONSES
+        if kind == "responses":
+            items, remembered = rb.broken_items(2000, rng)
+            dialect, body, profile = RESPONSES, {"model": "gpt-5.5", "input": items}, RESPONSES.profile("openai")
+        else:
+            history, remembered = rb.broken_messages(2000, rng)
+            dialect, profile = MESSAGES, MESSAGES.profile("anthropic")
+            body = {"model": "claude-sonnet-4-5", "thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096, "messages": history}
+        planned = dialect.plan(body, profile)
+        answered = {key: remembered[key] for key in planned.recall if key in remembered}
+
+        def once() -> object:
+            return dialect.plan(body, profile).repair(answered, Policy())
+    served = rb.as_served(orjson.dumps(body), once) if hasattr(rb, "as_served") else once
     for _ in range(times):
-        dialect.plan(body, profile).repair(recalled, Policy())
+        served()
 
 
 def repair_counts(repo: Path, kinds: list[str]) -> None:

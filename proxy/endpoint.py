@@ -50,9 +50,9 @@ DROP_FOR_REPAIRED = frozenset((b"accept-encoding",))
 #: nginx's status for "the client closed the request": logged, never seen by the departed client.
 CLIENT_CLOSED_REQUEST = 499
 
-#: Bodies larger than this are parsed with the cycle collector paused, and checked and repaired in a thread.
-#: A broken history of this size (about 2,000 messages) takes some 10 ms to repair; below it, the thread
-#: hand-off would cost more than it saves.
+#: Bodies larger than this are parsed, checked and repaired with the cycle collector paused, the check and the
+#: repair in a thread. A broken history of this size (about 2,000 messages) takes some 10 ms to repair; below
+#: it, the thread hand-off would cost more than it saves.
 LARGE_BODY_BYTES = 256 * 1024
 
 
@@ -147,8 +147,9 @@ async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile,
     """What to send upstream: the client's own bytes (or the bytes as mended before parsing), or the repaired
     body, with the header saying what was done.
 
-    The engine's work on a large body runs in a thread so that other clients are not kept waiting: the
-    engine is pure Python, which gives the event loop the interpreter back every few milliseconds."""
+    The engine's work on a large body runs in a thread so that other clients are not kept waiting (the
+    engine is pure Python, which gives the event loop the interpreter back every few milliseconds), and with
+    the cycle collector paused (``collector_paused``)."""
     run = _in_thread if len(body) > LARGE_BODY_BYTES else _inline
     planned = await run(dialect.plan, parsed, profile)
     outgoing: bytes | None = body
@@ -223,11 +224,19 @@ def _parse(body: bytes) -> Any:
     """``orjson.loads``; for a large body, with the cycle collector paused. The parse holds the interpreter
     throughout (a thread would not help), and the collections its allocations trigger walk the growing tree
     again and again: 25 MB took 1.5 s instead of 0.4 s, all of it a stall for every other client."""
-    if len(body) <= LARGE_BODY_BYTES or not gc.isenabled():
-        return orjson.loads(body)
+    return orjson.loads(body) if len(body) <= LARGE_BODY_BYTES else collector_paused(orjson.loads, body)
+
+
+def collector_paused(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` with Python's cycle collector paused: work on a large body allocates objects by the
+    hundred thousand that all live until it ends (the parsed tree, the view of the history), which collections
+    would walk again and again for nothing; what it frees, reference counting frees. Left as it is when already
+    paused (by another large body's work, or by the application)."""
+    if not gc.isenabled():
+        return function(*args)
     gc.disable()
     try:
-        return orjson.loads(body)
+        return function(*args)
     finally:
         gc.enable()
 
@@ -237,7 +246,7 @@ async def _inline(function: Callable[..., T], *args: Any) -> T:
 
 
 async def _in_thread(function: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(function, *args)
+    return await asyncio.to_thread(collector_paused, function, *args)
 
 
 def _repaired(planned: Planned, recalled: dict[str, Turn], policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:

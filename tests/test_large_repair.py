@@ -1,4 +1,5 @@
-"""A large history is repaired off the event loop: other clients are answered meanwhile (issue 10 item 6).
+"""A large history is repaired off the event loop: other clients are answered meanwhile (issue 10 item 6);
+its parse, check and repair run with the cycle collector paused.
 
 The event loop is shown free by an ordering, not a clock: the repair of a large body waits, inside the
 engine, until ``/healthz`` has been answered. On the loop that could never happen.
@@ -32,7 +33,10 @@ async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeyp
 
     real_repair = endpoint._repaired
 
+    collector_on: list[bool] = []
+
     def repair_waiting_for_healthz(*args, **kwargs):
+        collector_on.append(gc.isenabled())
         repair_started.set()
         saw_healthz.append(healthz_answered.wait(HANG_GUARD))
         return real_repair(*args, **kwargs)
@@ -48,6 +52,7 @@ async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeyp
             response = await large
     assert health.status_code == 200
     assert saw_healthz == [True]  # the repair was still running when /healthz was answered
+    assert collector_on == [False] and gc.isenabled()  # paused for the repair, and on again after it
     assert response.status_code == 200 and "TM101=1" in response.headers["x-toolmend-repairs"]
     sent = orjson.loads(route.calls.last.request.content)["messages"]
     assert sent[-2]["tool_calls"][0]["id"] == "call_big"  # the repair itself happened, in the thread
@@ -71,3 +76,19 @@ def test_a_large_body_is_parsed_without_cycle_collections() -> None:
         gc.callbacks.remove(count)
     assert collections == [] and gc.isenabled()
     assert parsed == orjson.loads(body)
+
+
+def test_the_collector_stays_paused_when_it_was_paused_already() -> None:
+    # Two large bodies at once (or an application that runs without the collector): the one that found it
+    # paused leaves it so, and only the one that paused it turns it back on.
+    def inner() -> bool:
+        return endpoint.collector_paused(gc.isenabled)
+
+    assert endpoint.collector_paused(inner) is False
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert endpoint.collector_paused(gc.isenabled) is False
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
