@@ -202,8 +202,8 @@ def may_change(message: Any, strips_unsigned: bool) -> bool:
         if kind == "text":
             if block.get("text") == "":
                 return True  # TM504 (empty_text.is_empty_text)
-        elif kind == "tool_result" and empty_text.empty_inside(block):
-            return True  # TM504
+        elif kind == "tool_result" and type(block.get("content")) is list and empty_text.empty_inside(block):
+            return True  # TM504 (a string content has no text block inside)
         if not assistant:
             continue
         if calls:

@@ -99,6 +99,7 @@ def read(messages: list[Any]) -> View:
     block of the request, so the helpers are written out: each test names the one it mirrors."""
     view = View(messages)
     origin, read_blocks, out = view.origin, view.read_blocks, view.entries
+    entry: Message
     for index, message in enumerate(messages):
         origin[id(message)] = index
         # is_message, then blocks_of
@@ -106,6 +107,12 @@ def read(messages: list[Any]) -> View:
         content = message.get("content") if role == "assistant" or role == "user" else None
         if type(content) is str:
             blocks: list[Any] = [{"type": TEXT, "text": content}]
+            if role == "user":  # what the user branch below makes of one text block: one user entry
+                read_blocks.append(blocks)
+                entry = {"role": "user", "content": [blocks[0]], NATIVE: message}
+                origin[id(entry)] = index
+                out.append(entry)
+                continue
         elif type(content) is list:
             blocks = content
         else:
@@ -115,7 +122,6 @@ def read(messages: list[Any]) -> View:
             out.append(item)
             continue
         read_blocks.append(blocks)
-        entry: Message
         if role == "assistant":
             opening = 0
             count = len(blocks)
@@ -300,9 +306,8 @@ def _assistant_blocks(entries: list[Message]) -> list[Any]:
     """The blocks of one assistant message: each call after the blocks that came before it, then the blocks after
     the last call; a kept message's own blocks before the calls attached to it. With calls from memory, a block of
     theirs equal to one the client kept is left out, and thinking comes first, the calls last (AM-10, AM-3)."""
-    own: list[Any] = []
-    remembered: list[Any] = []  # blocks from memory, by identity, that may give way to the client's
     blocks: list[Any] = []
+    recalled = False  # whether a call from memory brought blocks of its own
     for entry in entries:
         lead = entry.get(LEAD) is True
         content = entry.get("content") or ()
@@ -315,8 +320,8 @@ def _assistant_blocks(entries: list[Message]) -> list[Any]:
                     continue
                 before = call.get(BEFORE)
                 if before:
-                    (remembered if call.get(RECALLED) else own).extend(before)
                     blocks += before
+                    recalled = recalled or call.get(RECALLED) is True
                 native = call.get(NATIVE)
                 # the call as read (tool_use_id_of(native) is its id): the client's block; else _call_block
                 if type(native) is dict and native.get("type") == TOOL_USE and type(cid := call.get("id")) is str and native.get("id") == cid:
@@ -325,11 +330,24 @@ def _assistant_blocks(entries: list[Message]) -> list[Any]:
                     blocks.append(_call_block(call))
         if not lead:
             blocks += content
-        own += content  # a made-up entry has none: its calls' blocks are all it holds
-    if not remembered:
-        return blocks
-    recalled = {id(block) for block in remembered}
-    kept = [block for block in own if id(block) not in recalled]
-    blocks = [block for block in blocks if id(block) not in recalled or block not in kept]
+    return _with_recalled(entries, blocks) if recalled else blocks
+
+
+def _with_recalled(entries: list[Message], blocks: list[Any]) -> list[Any]:
+    """``blocks`` of a message holding calls from memory: a block that came with them and equals one the client
+    kept is left out, then thinking first, the calls last."""
+    own: list[Any] = []  # the client's blocks (a made-up entry has none: its calls' blocks are all it holds)
+    remembered: set[int] = set()  # identity of the blocks from memory, which may give way to the client's
+    for entry in entries:
+        own += entry.get("content") or ()
+        calls = entry.get("tool_calls")
+        for call in calls if type(calls) is list else ():
+            if type(call) is dict and (before := call.get(BEFORE)):
+                if call.get(RECALLED) is True:
+                    remembered.update(map(id, before))
+                else:
+                    own += before
+    kept = [block for block in own if id(block) not in remembered]
+    blocks = [block for block in blocks if id(block) not in remembered or block not in kept]
     return ([b for b in blocks if is_thinking(b)] + [b for b in blocks if not is_thinking(b) and not is_tool_use(b)]
             + [b for b in blocks if is_tool_use(b)])

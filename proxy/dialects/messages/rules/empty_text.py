@@ -21,7 +21,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.messages.blocks import TEXT, block_type, is_tool_result
+from proxy.dialects.messages.blocks import TEXT, TOOL_RESULT, block_type, is_tool_result
 from proxy.dialects.messages.rules.edit import Change, rewrite
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -52,7 +52,11 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
         return Change([], "removed", "content was an empty string")
     if type(content) is not list:
         return None
-    empty = sum(1 for block in content if is_empty_text(block)) + sum(1 for block in content if empty_inside(block))
+    empty = 0
+    for block in content:  # is_empty_text or empty_inside, their type tests written out (runs over every pending block)
+        if type(block) is dict and (((kind := block.get("type")) == TEXT and block.get("text") == "")
+                                    or (kind == TOOL_RESULT and type(block.get("content")) is list and empty_inside(block))):
+            empty += 1
     if not empty:
         return None
     kept = [_cleaned(block) for block in content if not is_empty_text(block)]

@@ -22,7 +22,7 @@ from typing import Any
 
 from proxy.dialects.messages.blocks import TOOL_USE_ID_PATTERN
 from proxy.repair.context import Context, stable_id
-from proxy.repair.history import Message, call_id, result_id
+from proxy.repair.history import Message, call_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM501", "tool-use-id-pattern", ("AM-7",))
@@ -39,7 +39,7 @@ def apply(ctx: Context) -> None:
     # tests are history.each_call, call_id, is_tool and result_id written out (this runs over every view entry).
     taken: set[str] = set()
     refused: list[tuple[int, Message, dict[str, Any]]] = []
-    results: list[tuple[int, Message]] = []
+    results: list[tuple[int, Message, str]] = []  # (position, tool entry, its id)
     valid = TOOL_USE_ID_PATTERN.fullmatch
     for position, message in enumerate(ctx.messages):
         role = message.get("role")
@@ -53,7 +53,7 @@ def apply(ctx: Context) -> None:
                             refused.append((position, message, call))
         elif role == "tool" and type(message) is dict and type(rid := message.get("tool_call_id")) is str and rid:
             taken.add(rid)
-            results.append((position, message))
+            results.append((position, message, rid))
     renamed: dict[str, str] = {}
     for position, message, call in refused:
         cid = call_id(call)  # again: a call met twice was renamed the first time
@@ -67,8 +67,7 @@ def apply(ctx: Context) -> None:
         ctx.report(RULE, message, "renamed", f"tool_use id {cid!r} -> {new}: only letters, digits, _ and - are accepted", position)
     if not renamed:
         return
-    for position, message in results:
-        rid = result_id(message)
-        if rid is not None and rid in renamed:
+    for position, message, rid in results:  # this rule renames calls only: each id is as gathered
+        if rid in renamed:
             message["tool_call_id"] = renamed[rid]
             ctx.report(RULE, message, "renamed", f"tool_result of {rid!r} -> {renamed[rid]}", position)
