@@ -376,3 +376,34 @@ def test_messages_toolmend_cannot_read_are_forwarded_as_sent() -> None:
     for body in (body_of(Q, {"role": "assistant", "content": None}, thinking=MANUAL), body_of(Q, "not a message", {"role": "assistant"}),
                  {"model": "m", "messages": "hello"}, body_of(Q, assistant(7, SAY))):
         assert untouched(body)
+
+
+@pytest.mark.parametrize(("ids", "valid"), [
+    ([], True),
+    (["toolu_01A"], True),
+    (["toolu_01A", "call-2", "X_9"], True),
+    (["toolu_01A", "functions.Bash:0"], False),
+    (["toolu_01A", ""], False),  # an empty id matches nothing
+    (["toolu_01A", "a\nb"], False),  # a newline is no id character, though it joins the ids
+    (["toolu_01A\n"], False),
+    (["\n"], False),
+])
+def test_the_ids_are_matched_all_at_once_as_one_at_a_time(ids: list[str], valid: bool) -> None:
+    from proxy.dialects.ids import ID_CHARACTERS, all_id_characters
+    from proxy.dialects.messages.blocks import TOOL_USE_ID_PATTERN
+    assert all(TOOL_USE_ID_PATTERN.fullmatch(cid) for cid in ids) is valid
+    assert all(ID_CHARACTERS.fullmatch(cid) for cid in ids) is valid
+    assert all_id_characters(ids) is valid
+
+
+@pytest.mark.parametrize("bad", ["functions.weather:0", "call|fc_1", "toolu_1\n"])
+def test_a_refused_id_in_a_well_paired_history_needs_repair(bad: str) -> None:
+    body = {"model": "m", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_ok", "name": "w", "input": {}},
+                                          {"type": "tool_use", "id": bad, "name": "w", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_ok", "content": "a"},
+                                     {"type": "tool_result", "tool_use_id": bad, "content": "b"}]}]}
+    result = MESSAGES.plan(body, MESSAGES.profile("anthropic")).repair({}, Policy())
+    assert [finding.code for finding in result.findings] == ["TM501", "TM501"]
+    assert violations(result.body) == []

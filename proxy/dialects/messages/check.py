@@ -16,7 +16,8 @@ through as before, but a repair that runs for another reason mends them as it al
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, TOOL_USE_ID_PATTERN, is_thinking, is_tool_use
+from proxy.dialects.ids import all_id_characters
+from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
 from proxy.dialects.messages.rules import empty_text, empty_thinking, thinking, unsigned_thinking
 from proxy.dialects.messages.view import blocks_of
 from proxy.repair.profiles import Profile
@@ -43,7 +44,6 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     if type(messages) is not list:
         return found
     strips_unsigned = unsigned_thinking in profile.rules
-    valid_id = TOOL_USE_ID_PATTERN.fullmatch
     mark = found.marked.add
     broken = False
     declared: set[str] = set()
@@ -85,8 +85,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     calls = True
                     cid = block.get("id")
                     if type(cid) is str:
-                        if cid in declared or not valid_id(cid):
-                            broken = True  # AM-6, TM501
+                        if cid in declared:
+                            broken = True  # AM-6 (TM501: every declared id is matched at the end)
                         declared.add(cid)
                         waiting.add(cid)
                     if type(block.get("input")) is not dict:
@@ -142,8 +142,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     if cid not in answered:
                         stray.append(cid)
                         answered.add(cid)
-                if type(cid) is str and not valid_id(cid):
-                    broken = True  # TM501
+                # TM501: a result answering a call has the call's id, which is declared (and matched at the end); any
+                # other result is broken already
                 inner = block.get("content")
                 if type(inner) is list and any(empty_text.is_empty_text(part) for part in inner):
                     broken = True  # TM504
@@ -165,7 +165,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     mark(position)
             elif type(block) is dict and "index" in block:
                 mark(position)  # TM502 edits it (the check lets it through: only the repair's rules are told)
-    broken = broken or bool(waiting)  # AM-1: the history ends on unanswered calls
+    broken = broken or bool(waiting) or not all_id_characters(declared)  # AM-1 (the history ends on unanswered calls), TM501
     found.wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared]
     broken = _judge_thinking(body, messages, last, strips_unsigned, found) or broken
     found.broken = broken

@@ -11,7 +11,8 @@ as the client's bytes.
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES, call_id_of
+from proxy.dialects.ids import all_id_characters
+from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES
 from proxy.dialects.responses.rules import bad_item_id, dangling_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.repair.profiles import Profile
@@ -28,7 +29,6 @@ class Inspection:
 
 
 _MISSING = object()
-_ID_CHARACTERS = bad_item_id.ID_CHARACTERS.fullmatch
 #: ``bad_item_id.PREFIX`` with its underscore, for one ``startswith`` per id.
 _PREFIXES = {kind: prefix + "_" for kind, prefix in bad_item_id.PREFIX.items()}
 #: What ``dangling_reasoning.produced_by_model`` says a reasoning item never produces, besides outputs and messages.
@@ -51,6 +51,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     declared: set[str] = set()
     answered: set[str] = set()
     seen_ids: set[str] = set()
+    named: list[str] = []  # the ids whose characters TM404 judges
     waiting: set[str] = set()  # calls of the latest run still owed their outputs (adjacency)
     reasoned = False  # a reasoning item stands in the current run of reasoning and calls (TM405)
     last = len(items) - 1
@@ -67,9 +68,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             else:
                 seen_ids.add(key)
                 if kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
-                    if not _ID_CHARACTERS(key):
-                        broken = True
-                    elif kind == "message":
+                    named.append(key)  # its characters: all ids at once, at the end
+                    if kind == "message":
                         broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
                     elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
                         broken = True
@@ -99,7 +99,11 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 (reasoned_ids if reasoned else wanted).append(cid)
             continue
         if kind in OUTPUT_TYPES:
-            cid = call_id_of(item)
+            cid = item.get("call_id")  # items.call_id_of, written out
+            if cid is None and kind == "local_shell_call_output":
+                cid = key if key is not _MISSING else None
+            if type(cid) is not str or not cid:
+                cid = None
             if cid is None or cid in answered:
                 broken = True  # TM106 (RS-15), TM108
             elif cid not in declared:
@@ -119,5 +123,5 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             broken = True  # TM103 (RS-17): an item between a call and its output
         waiting.clear()
         reasoned = False
-    found.broken = broken or bool(declared - answered)  # TM104 (RS-1, RS-2)
+    found.broken = broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
     return found

@@ -17,9 +17,9 @@ Good:
     {"type": "function_call_output", "call_id": "call_1", "output": "18C"}
 """
 
-import re
 from typing import Any
 
+from proxy.dialects.ids import ID_CHARACTERS
 from proxy.dialects.responses.items import CALL_TYPES, id_pairs, is_call
 from proxy.dialects.responses.rules import dangling_reasoning
 from proxy.repair.context import Context
@@ -29,7 +29,6 @@ RULE = Rule("TM404", "bad-item-id", ("RS-12", "RS-13"))
 
 #: The prefix the server gives the ids of the item types it makes (RS-12); other types are not judged by prefix.
 PREFIX = {"function_call": "fc", "reasoning": "rs", "custom_tool_call": "ctc", "compaction": "cmp"}
-ID_CHARACTERS = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def expected_prefix(item: dict[str, Any]) -> str | None:
