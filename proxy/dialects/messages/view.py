@@ -80,8 +80,8 @@ def blocks_of(message: dict[str, Any]) -> list[Any]:
 
 def view_call(block: dict[str, Any], before: list[Any]) -> dict[str, Any]:
     """The chat-shaped call a ``tool_use`` block stands for: its id and name, the block, the blocks before it."""
-    name = block.get("name")
-    call: dict[str, Any] = {"id": tool_use_id_of(block), "type": "function",
+    cid, name = block.get("id"), block.get("name")  # tool_use_id_of, for a block known to be a tool_use
+    call: dict[str, Any] = {"id": cid if type(cid) is str else None, "type": "function",
                             "function": {"name": name if type(name) is str else None, "arguments": "{}"}, NATIVE: block}
     if before:
         call[BEFORE] = before
@@ -181,7 +181,7 @@ def view_turn(turn: Turn) -> Turn:
     calls: list[dict[str, Any]] = []
     before: list[Any] = []
     for block in turn.get("blocks", ()):
-        if is_tool_use(block):
+        if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use
             call = view_call(block, before)
             call[RECALLED] = True
             calls.append(call)
