@@ -10,7 +10,8 @@ broken one, with what the proxy would have remembered of the answers; and for An
 ``tool_result`` blocks) and a broken one.
 
 Each line is measured as the endpoint runs it: on a body over ``LARGE_BODY_BYTES`` (all but the valid chat
-history) the parse, the check and the repair run with the cycle collector paused (``collector_paused``).
+history) the parse runs with the cycle collector paused (``collector_paused``), the check and the repair with the
+heap frozen for it (``heap_frozen``).
 
     python bench/repair_bench.py [--repeat 7]
 """
@@ -32,7 +33,7 @@ from proxy.dialects import MESSAGES, RESPONSES  # noqa: E402
 from proxy.dialects.dialect import Dialect  # noqa: E402
 from proxy.dialects.messages.capture import turns_from_json as message_turns  # noqa: E402
 from proxy.dialects.responses.capture import turns_from_json  # noqa: E402
-from proxy.endpoint import LARGE_BODY_BYTES, collector_paused  # noqa: E402
+from proxy.endpoint import LARGE_BODY_BYTES, collector_paused, heap_frozen  # noqa: E402
 from proxy.repair import Policy, get_profile, needs_repair, repair  # noqa: E402
 from proxy.turns import Turn  # noqa: E402
 
@@ -158,8 +159,13 @@ def broken_items(size: int, rng: random.Random) -> tuple[list[dict], dict[str, T
 
 
 def as_served(body: bytes, fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` as the endpoint runs work on ``body``: with the cycle collector paused when the body is large."""
-    return fn if len(body) <= LARGE_BODY_BYTES else lambda: collector_paused(fn)
+    """``fn``, a check or a repair, as the endpoint runs it on ``body``: with the heap frozen when the body is large."""
+    return fn if len(body) <= LARGE_BODY_BYTES else lambda: heap_frozen(fn)
+
+
+def parse_as_served(body: bytes) -> Callable[[], object]:
+    """The endpoint's parse of ``body``: with the cycle collector paused when the body is large."""
+    return (lambda: orjson.loads(body)) if len(body) <= LARGE_BODY_BYTES else lambda: collector_paused(orjson.loads, body)
 
 
 def per_call_us(fn: Callable[[], object], repeat: int, minimum_seconds: float = 0.2) -> float:
@@ -191,7 +197,7 @@ def main() -> None:
     valid_bytes = orjson.dumps(valid)
     assert not repair(orjson.loads(valid_bytes)).findings, "the valid history must be clean"
     parsed_valid = orjson.loads(valid_bytes)
-    parse_valid = per_call_us(as_served(valid_bytes, lambda: orjson.loads(valid_bytes)), args.repeat)
+    parse_valid = per_call_us(parse_as_served(valid_bytes), args.repeat)
     profile = get_profile("openai")
     check_valid = per_call_us(as_served(valid_bytes, lambda: needs_repair(parsed_valid, profile)), args.repeat)
 
@@ -203,7 +209,7 @@ def main() -> None:
     for finding in outcome.findings:
         codes[finding.code] = codes.get(finding.code, 0) + 1
     parsed_broken = orjson.loads(broken_bytes)
-    parse_broken = per_call_us(as_served(broken_bytes, lambda: orjson.loads(broken_bytes)), args.repeat)
+    parse_broken = per_call_us(parse_as_served(broken_bytes), args.repeat)
     fix_broken = per_call_us(as_served(broken_bytes, lambda: repair(parsed_broken, remembered)), args.repeat)
 
     print(f"valid history:  200 messages, {len(valid_bytes):,} bytes")
@@ -287,7 +293,7 @@ def dialect_lines(dialect: Dialect, label: str, valid: dict, broken: dict, remem
     valid_bytes = orjson.dumps(valid)
     parsed_valid = orjson.loads(valid_bytes)
     assert dialect.plan(parsed_valid, profile) is None, "the valid history must need no plan"
-    parse_valid = per_call_us(as_served(valid_bytes, lambda: orjson.loads(valid_bytes)), repeat)
+    parse_valid = per_call_us(parse_as_served(valid_bytes), repeat)
     check_valid = per_call_us(as_served(valid_bytes, lambda: dialect.plan(parsed_valid, profile)), repeat)
 
     broken_bytes = orjson.dumps(broken)
@@ -307,7 +313,7 @@ def dialect_lines(dialect: Dialect, label: str, valid: dict, broken: dict, remem
     codes: dict[str, int] = {}
     for finding in outcome.findings:
         codes[finding.code] = codes.get(finding.code, 0) + 1
-    parse_broken = per_call_us(as_served(broken_bytes, lambda: orjson.loads(broken_bytes)), repeat)
+    parse_broken = per_call_us(parse_as_served(broken_bytes), repeat)
     fix_broken = per_call_us(as_served(broken_bytes, plan_and_repair), repeat)
 
     key = dialect.history_key

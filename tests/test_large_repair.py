@@ -1,5 +1,5 @@
 """A large history is repaired off the event loop: other clients are answered meanwhile (issue 10 item 6);
-its parse, check and repair run with the cycle collector paused.
+its parse runs with the cycle collector paused, its check and repair with the heap frozen for the collector.
 
 The event loop is shown free by an ordering, not a clock: the repair of a large body waits, inside the
 engine, until ``/healthz`` has been answered. On the loop that could never happen.
@@ -33,10 +33,10 @@ async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeyp
 
     real_repair = endpoint._repaired
 
-    collector_on: list[bool] = []
+    collector: list[tuple[bool, int]] = []
 
     def repair_waiting_for_healthz(*args, **kwargs):
-        collector_on.append(gc.isenabled())
+        collector.append((gc.isenabled(), gc.get_freeze_count()))
         repair_started.set()
         saw_healthz.append(healthz_answered.wait(HANG_GUARD))
         return real_repair(*args, **kwargs)
@@ -52,7 +52,9 @@ async def test_other_clients_are_answered_while_a_large_body_is_repaired(monkeyp
             response = await large
     assert health.status_code == 200
     assert saw_healthz == [True]  # the repair was still running when /healthz was answered
-    assert collector_on == [False] and gc.isenabled()  # paused for the repair, and on again after it
+    [(collecting, frozen)] = collector
+    assert collecting and frozen > 0  # the collector runs beside the repair, the heap as it began left out
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
     assert response.status_code == 200 and "TM101=1" in response.headers["x-toolmend-repairs"]
     sent = orjson.loads(route.calls.last.request.content)["messages"]
     assert sent[-2]["tool_calls"][0]["id"] == "call_big"  # the repair itself happened, in the thread
@@ -78,17 +80,22 @@ def test_a_large_body_is_parsed_without_cycle_collections() -> None:
     assert parsed == orjson.loads(body)
 
 
-def test_the_collector_stays_paused_when_it_was_paused_already() -> None:
-    # Two large bodies at once (or an application that runs without the collector): the one that found it
-    # paused leaves it so, and only the one that paused it turns it back on.
-    def inner() -> bool:
-        return endpoint.collector_paused(gc.isenabled)
+def test_the_heap_is_thawed_when_the_work_ends_even_with_another_in_flight() -> None:
+    # Two large bodies at once: the first to end puts back every frozen object, the other's too, so nothing stays
+    # out of the collector's reach longer than one repair; the collector collects throughout.
+    class Cycle:
+        pass
 
-    assert endpoint.collector_paused(inner) is False
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        assert endpoint.collector_paused(gc.isenabled) is False
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
+    def inner() -> int:
+        garbage = Cycle()
+        garbage.me = garbage  # a cycle made during the work is collected during it
+        del garbage
+        return gc.collect()
+
+    def outer() -> int:
+        assert endpoint.heap_frozen(inner) > 0
+        return gc.get_freeze_count()
+
+    assert endpoint.heap_frozen(outer) == 0  # the inner work's end thawed the outer's heap too
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert endpoint.heap_frozen(gc.get_freeze_count) > 0
