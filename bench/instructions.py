@@ -64,7 +64,8 @@ def per_unit(count: Callable[[int], int], fewer: int, more: int) -> float:
 def _repair_child(kind: str, times: int) -> None:
     """In the measured process: build ``kind``'s broken history as bench/repair_bench.py does, then plan and
     repair it ``times`` times with what the store would answer, as that checkout's endpoint runs it (with the
-    cycle collector paused for a large body where it has ``repair_bench.as_served``; older commits did not)."""
+    heap frozen for the cycle collector on a large body where it has ``repair_bench.as_served``; older commits did
+    not)."""
     sys.path[:0] = [str(Path.cwd()), str(Path.cwd() / "bench")]
     import orjson
     import repair_bench as rb  # the checkout under measurement, found through the cwd
