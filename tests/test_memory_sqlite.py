@@ -1,11 +1,14 @@
 """``sqlite:///path``: the contract every shared store keeps, plus what is particular to the file."""
 
+import asyncio
 import logging
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from proxy.memory import StoreUnavailable, open_store
 from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
+from proxy.memory import sqlite as sqlite_store
 from proxy.memory.sqlite import SqliteStore
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import running_proxy
@@ -148,6 +152,7 @@ async def test_an_immutable_shm_file_marks_the_store_down_instead_of_crashing(tm
 IMMUTABLE_SHM_CHILD = """
 import asyncio, subprocess, sys, time
 from proxy.memory import StoreUnavailable
+from proxy.memory import sqlite as sqlite_store
 from proxy.memory.sqlite import SqliteStore
 from proxy.memory.groupcommit import Write
 from tests.support.store_contract import turn
@@ -186,3 +191,74 @@ def test_no_connection_is_closed_through_an_immutable_shm(tmp_path: Path) -> Non
     finally:
         subprocess.run(["chattr", "-i", str(path) + "-shm"], capture_output=True)
     assert child.returncode == 0 and "survived" in child.stdout, child.stderr[-2000:]
+
+
+def _writers(store: SqliteStore) -> list[str]:
+    """Spy: the name of the thread each batch is committed on."""
+    names: list[str] = []
+    real = store._insert
+
+    def insert(*args, **kwargs):
+        names.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    store._insert = insert  # type: ignore[method-assign]
+    return names
+
+
+async def test_an_answer_alone_is_committed_on_the_event_loop_and_the_batch_that_prunes_by_the_writer(tmp_path: Path) -> None:
+    # The hand-off to the writer thread and back cost more than the transaction itself; the loop's connection never
+    # waits for a lock and never checkpoints (an fsync on the loop).
+    clock = Clock()
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=10, max_entries=100, clock=clock)
+    names = _writers(store)
+    await store.remember("t", [turn("call_1")])  # the first batch deletes expired turns: the writer thread's
+    await store.remember("t", [turn("call_2")])
+    await store.remember("t", [turn(f"call_many{n}") for n in range(sqlite_store.INLINE_TURNS + 1)])  # too many
+    clock.now += 11
+    await store.remember("t", [turn("call_3")])  # due to delete what expired: the writer thread's again
+    loop = threading.current_thread().name
+    assert names[1] == loop and all(name.startswith("toolmend-sqlite-writer") for name in (names[0], names[2], names[3]))
+    assert set(await store.recall("t", ["call_1", "call_2", "call_3"])) == {"call_3"}  # the first two expired
+    db = store._connection(store._loop)
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 0
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    await store.close()
+
+
+async def test_while_another_process_holds_the_write_lock_the_writer_thread_waits_for_it_not_the_loop(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
+    await store.remember("t", [turn("call_1")])
+    names = _writers(store)
+    other = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another worker's transaction
+    writing = asyncio.create_task(store.remember("t", [turn("call_2")]))
+    started = time.monotonic()
+    await asyncio.sleep(0.2)  # the loop is free meanwhile: this sleep ends on time
+    assert time.monotonic() - started < 1.0 and not writing.done()
+    other.execute("COMMIT")
+    await asyncio.wait_for(writing, HANG_GUARD)
+    other.close()
+    assert names[0] == threading.current_thread().name  # tried on the loop first, once
+    assert names[1].startswith("toolmend-sqlite-writer")  # then handed to the thread, which waited for the lock
+    assert set(await store.recall("t", ["call_2"])) == {"call_2"}
+    await store.close()
+
+
+async def test_the_writer_thread_checkpoints_what_the_loop_committed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 3)
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
+    checkpoints: list[str] = []
+    real = store._checkpoint
+
+    def checkpoint() -> None:
+        checkpoints.append(threading.current_thread().name)
+        real()
+
+    store._checkpoint = checkpoint  # type: ignore[method-assign]
+    await store.remember("t", [turn("call_0")])  # the writer's (it prunes), not counted
+    for n in range(1, 7):
+        await store.remember("t", [turn(f"call_{n}")])
+    await eventually(lambda: len(checkpoints) == 2, "two checkpoints")
+    assert all(name.startswith("toolmend-sqlite-writer") for name in checkpoints)  # every third commit, off the loop
+    await store.close()

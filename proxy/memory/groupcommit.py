@@ -153,11 +153,13 @@ class GroupCommitStore:
             return False
         return True
 
-    def prune_due(self, now: float) -> bool:
-        """Whether this batch should also delete expired turns (at most every ``PRUNE_INTERVAL`` s)."""
+    def prune_due(self, now: float, claim: bool = True) -> bool:
+        """Whether this batch should also delete expired turns (at most every ``PRUNE_INTERVAL`` s); unless
+        ``claim`` is False (only asking), the batch that is told so is the one that deletes them."""
         if now - self.pruned_at < PRUNE_INTERVAL:
             return False
-        self.pruned_at = now
+        if claim:
+            self.pruned_at = now
         return True
 
     @property
