@@ -262,3 +262,20 @@ async def test_the_writer_thread_checkpoints_what_the_loop_committed(tmp_path: P
     await eventually(lambda: len(checkpoints) == 2, "two checkpoints")
     assert all(name.startswith("toolmend-sqlite-writer") for name in checkpoints)  # every third commit, off the loop
     await store.close()
+
+
+async def test_after_a_slow_commit_on_the_loop_the_writer_thread_commits_for_a_while(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # A slow disk made every other client wait through that commit: the next ones go to the thread.
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
+    await store.remember("t", [turn("call_0")])  # the writer's (it prunes)
+    names = _writers(store)
+    await store.remember("t", [turn("call_1")])
+    monkeypatch.setattr(sqlite_store, "SLOW_COMMIT", -1.0)  # every commit counts as slow from now on
+    await store.remember("t", [turn("call_2")])  # on the loop, found slow
+    await store.remember("t", [turn("call_3")])
+    loop = threading.current_thread().name
+    assert names[:2] == [loop, loop] and names[2].startswith("toolmend-sqlite-writer")
+    assert "the writer thread commits for the next 60 s" in caplog.text
+    assert set(await store.recall("t", ["call_1", "call_2", "call_3"])) == {"call_1", "call_2", "call_3"}
+    await store.close()

@@ -8,7 +8,9 @@ more than that, in CPU and in the time the answer waits (read your writes: chat 
 requests of ``memory://``). That connection never waits: it tries the
 write lock once (no busy timeout), and when another process holds it the batch goes to the writer thread. It
 never checkpoints either (no fsync on the loop): every ``CHECKPOINT_EVERY`` commits the writer thread runs a
-passive checkpoint. Larger batches, and the one that deletes expired turns, go to the writer thread, whose
+passive checkpoint. A commit on the loop slower than ``SLOW_COMMIT`` (a slow disk) hands the writes of the next
+``SLOW_DISK_BACKOFF`` seconds to the writer thread; a file system that hangs outright holds the loop for the one
+commit that meets it. Larger batches, and the one that deletes expired turns, go to the writer thread, whose
 connection waits up to ``BUSY_TIMEOUT_MS`` for another process's write lock. Recalls run on a small pool of
 reader threads. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
 cut of the machine before the next checkpoint).
@@ -61,6 +63,10 @@ INLINE_TURNS = 16
 #: Commits on the event loop between two passive checkpoints, which the writer thread runs (SQLite's own
 #: automatic checkpoint would run on the loop: an fsync).
 CHECKPOINT_EVERY = 500
+#: A commit on the event loop slower than this (a slow or stalling disk: every other client waited through it)
+#: sends every batch of the next ``SLOW_DISK_BACKOFF`` seconds to the writer thread.
+SLOW_COMMIT = 0.050
+SLOW_DISK_BACKOFF = 60.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -87,13 +93,14 @@ class SqliteStore(GroupCommitStore):
         self._local = threading.local()
         self._loop = _Slot()  # the event loop's own connection: never waits for a lock, never checkpoints
         self._loop_commits = 0
+        self._loop_after = float("-inf")  # (monotonic) no commit on the loop before then: one was slow
         self._connections: list[sqlite3.Connection] = []  # every open one, for shutdown
         self._parked: list[sqlite3.Connection] = []  # set aside while -shm was not writable; closed once it is
         self._file: tuple[int, int] | None = None  # (device, inode) of the file the connections have open
         self._lock = threading.Lock()
 
     async def write(self, batch: list[Write]) -> None:
-        small = sum(len(entry.turns) for entry in batch) <= INLINE_TURNS
+        small = sum(len(entry.turns) for entry in batch) <= INLINE_TURNS and time.monotonic() >= self._loop_after
         if small and not self.prune_due(self.clock(), claim=False) and self._insert_on_loop(batch):
             return
         await asyncio.get_running_loop().run_in_executor(self._writer_thread, self._insert, batch)
@@ -113,12 +120,19 @@ class SqliteStore(GroupCommitStore):
 
     def _insert_on_loop(self, batch: list[Write]) -> bool:
         """Commit ``batch`` on the event loop; False, nothing written, when another process holds the write lock."""
+        started = time.monotonic()
         try:
             self._insert(batch, self._connection(self._loop), prune=False)
         except sqlite3.OperationalError as error:
             if error.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:  # extended codes too (SQLITE_BUSY_RECOVERY...)
                 return False
             raise
+        finally:
+            took = time.monotonic() - started
+            if took > SLOW_COMMIT:
+                self._loop_after = started + took + SLOW_DISK_BACKOFF
+                log.warning("memory: a commit to %s took %.0f ms on the event loop; the writer thread commits for the next %.0f s",
+                            self.path, took * 1000, SLOW_DISK_BACKOFF)
         self._loop_commits += 1
         if self._loop_commits % CHECKPOINT_EVERY == 0:
             self._writer_thread.submit(self._checkpoint)
