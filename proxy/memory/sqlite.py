@@ -61,8 +61,9 @@ READER_THREADS = 2
 #: Most turns a batch may hold to be committed on the event loop rather than by the writer thread.
 INLINE_TURNS = 16
 #: Commits on the event loop between two passive checkpoints, which the writer thread runs (SQLite's own
-#: automatic checkpoint would run on the loop: an fsync).
-CHECKPOINT_EVERY = 500
+#: automatic checkpoint would run on the loop: an fsync). A commit of one turn adds about three pages to the WAL:
+#: about SQLite's own 1,000 pages between checkpoints.
+CHECKPOINT_EVERY = 300
 #: A commit on the event loop slower than this (a slow or stalling disk: every other client waited through it)
 #: sends every batch of the next ``SLOW_DISK_BACKOFF`` seconds to the writer thread.
 SLOW_COMMIT = 0.050
