@@ -28,6 +28,10 @@ class Change:
     detail: str
 
 
+_ROLES = ("user", "assistant")
+_CONTENT = (str, list)
+
+
 class Pending(Context):
     """A repair context that knows which messages the Messages rules may change: ``pending`` holds their
     positions in ``messages``, ascending (None: any message). ``rewrite`` keeps it true as messages are removed."""
@@ -74,7 +78,10 @@ def rewrite(ctx: Context, rule: Rule, edit: Callable[[int, dict[str, Any]], Chan
     removed: set[int] = set()
     for position in positions:
         message = messages[position]
-        change = edit(position, message) if is_message(message) else None
+        # is_message, written out: every rule that edits a message visits every pending one
+        if not (type(message) is dict and message.get("role") in _ROLES and type(message.get("content")) in _CONTENT):
+            continue
+        change = edit(position, message)
         if change is None:
             continue
         if change.content:
