@@ -46,7 +46,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -190,7 +189,7 @@ class SqliteStore(GroupCommitStore):
             found[cid] = by_seq[seq]
         return found
 
-    def _connection(self, slot: Any = None) -> sqlite3.Connection:
+    def _connection(self, slot: "_Slot | threading.local | None" = None) -> sqlite3.Connection:
         """This thread's connection (or the event loop's, ``slot``), once the file checks out (see the module's
         docstring)."""
         slot = slot if slot is not None else self._local
@@ -220,7 +219,7 @@ class SqliteStore(GroupCommitStore):
         shm = self.path + "-shm"
         return not os.path.exists(shm) or os.access(shm, os.W_OK)
 
-    def _discard(self, db: sqlite3.Connection | None, slot: Any) -> None:
+    def _discard(self, db: sqlite3.Connection | None, slot: "_Slot | threading.local") -> None:
         if db is None:
             return
         slot.db = None

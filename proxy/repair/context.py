@@ -50,7 +50,7 @@ class Context:
     def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0,
                source: CallSource | None = None, calls: int = 0) -> None:
         """Note a finding; a rule that put ``calls`` tool calls back into the history names their ``source``."""
-        self.findings.append(Finding(rule.code, rule.name, self.origin.get(id(message), position), action, detail, source, calls))
+        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, detail, source, calls))
 
     def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:
         self.report(rule, message, "rejected", detail, position)

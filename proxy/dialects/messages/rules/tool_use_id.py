@@ -20,7 +20,7 @@ Good:
 import re
 from typing import Any
 
-from proxy.dialects.messages.blocks import TOOL_USE_ID_PATTERN
+from proxy.dialects.ids import ID_CHARACTERS
 from proxy.repair.context import Context, stable_id
 from proxy.repair.history import Message, call_id
 from proxy.repair.rule import Rule
@@ -31,7 +31,7 @@ _REFUSED = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 def is_bad(value: str) -> bool:
-    return not TOOL_USE_ID_PATTERN.fullmatch(value)  # ``$`` alone would let a final newline through
+    return not ID_CHARACTERS.fullmatch(value)  # Anthropic's blocks.TOOL_USE_ID_PATTERN, as the fast check tests it
 
 
 def apply(ctx: Context) -> None:
@@ -40,7 +40,7 @@ def apply(ctx: Context) -> None:
     taken: set[str] = set()
     refused: list[tuple[int, Message, dict[str, Any]]] = []
     results: list[tuple[int, Message, str]] = []  # (position, tool entry, its id)
-    valid = TOOL_USE_ID_PATTERN.fullmatch
+    valid = ID_CHARACTERS.fullmatch
     for position, message in enumerate(ctx.messages):
         role = message.get("role")
         if role == "assistant":
