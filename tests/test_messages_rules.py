@@ -384,9 +384,13 @@ def test_messages_toolmend_cannot_read_are_forwarded_as_sent() -> None:
     (["toolu_01A", "call-2", "X_9"], True),
     (["toolu_01A", "functions.Bash:0"], False),
     (["toolu_01A", ""], False),  # an empty id matches nothing
-    (["toolu_01A", "a\nb"], False),  # a newline is no id character, though it joins the ids
+    (["toolu_01A", "a\nb"], False),
     (["toolu_01A\n"], False),
     (["\n"], False),
+    (["___", "-"], True),  # nothing is left once the allowed characters go
+    (["toolu_é"], False),
+    (["toolu_\u0661\u0662"], False),  # Arabic-Indic digits: alphanumeric, but no id characters
+    (["toolu_1\x00"], False),
 ])
 def test_the_ids_are_matched_all_at_once_as_one_at_a_time(ids: list[str], valid: bool) -> None:
     from proxy.dialects.ids import ID_CHARACTERS, all_id_characters
@@ -394,6 +398,13 @@ def test_the_ids_are_matched_all_at_once_as_one_at_a_time(ids: list[str], valid:
     assert all(TOOL_USE_ID_PATTERN.fullmatch(cid) for cid in ids) is valid
     assert all(ID_CHARACTERS.fullmatch(cid) for cid in ids) is valid
     assert all_id_characters(ids) is valid
+
+
+def test_every_character_is_judged_as_the_pattern_judges_it() -> None:
+    from proxy.dialects.ids import ID_CHARACTERS, all_id_characters
+    for code in [*range(0x300), 0xFEFF, 0x1F600]:
+        cid = f"toolu_{chr(code)}"
+        assert all_id_characters([cid]) is (ID_CHARACTERS.fullmatch(cid) is not None), repr(cid)
 
 
 @pytest.mark.parametrize("bad", ["functions.weather:0", "call|fc_1", "toolu_1\n"])

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.dialects.ids import all_id_characters
-from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES
+from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES, call_id_of
 from proxy.dialects.responses.rules import bad_item_id, dangling_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.repair.profiles import Profile
@@ -46,13 +46,11 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     if chained is not None:
         found.wanted.append(chained)
     store_off = body.get("store") is False
-    adjacent = profile.adjacent_results
     longest = profile.max_id_length
     declared: set[str] = set()
     answered: set[str] = set()
-    seen_ids: set[str] = set()
     named: list[str] = []  # the ids whose characters TM404 judges
-    waiting: set[str] = set()  # calls of the latest run still owed their outputs (adjacency)
+    referenced: list[str] = []  # item_reference ids: none may repeat another id either (TM403)
     reasoned = False  # a reasoning item stands in the current run of reasoning and calls (TM405)
     last = len(items) - 1
     broken = False
@@ -63,16 +61,16 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             continue  # not ours to judge (a ``type`` that is a list or an object too): forwarded as sent
         key = item.get("id", _MISSING)
         if key is not _MISSING:
-            if type(key) is not str or store_off or key in seen_ids:
-                broken = True  # TM404 (RS-12: not a string, nor for seen_ids), TM407 (RS-7), TM403 (RS-9)
-            else:
-                seen_ids.add(key)
-                if kind != "item_reference":  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
-                    named.append(key)  # its characters: all ids at once, at the end
-                    if kind == "message":
-                        broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
-                    elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
-                        broken = True
+            if type(key) is not str or store_off:
+                broken = True  # TM404 (RS-12), TM407 (RS-7)
+            elif kind == "item_reference":
+                referenced.append(key)
+            else:  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
+                named.append(key)  # its characters, and whether it repeats one (TM403): all ids at once, at the end
+                if kind == "message":
+                    broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
+                elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
+                    broken = True
         if kind == "reasoning":
             reasoned = True
             # dangling_reasoning.produced_by_model of the next item
@@ -84,8 +82,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             else:
                 produced = (following.get("role") == "assistant" if then == "message"
                             else then not in OUTPUT_TYPES and then not in _NOT_PRODUCED)
-            if (store_off and not item.get("encrypted_content")) or not produced or (waiting and adjacent):
-                broken = True  # TM407; TM406 (RS-6); RS-17: reasoning between a call and its output
+            if (store_off and not item.get("encrypted_content")) or not produced:
+                broken = True  # TM407; TM406 (RS-6)
             continue
         if kind in CALL_TYPES:
             cid = item.get("call_id")  # items.call_id_of (a call's is always its call_id)
@@ -94,7 +92,6 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             if cid in declared or len(cid) > longest:
                 broken = True  # TM107, TM208 (RS-14)
             declared.add(cid)
-            waiting.add(cid)
             if key is not _MISSING:  # TM405: only memory knows whether it had reasoning, and which (RS-4)
                 (reasoned_ids if reasoned else wanted).append(cid)
             continue
@@ -112,16 +109,31 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 wanted.append(cid)
             if cid is not None:
                 answered.add(cid)
-                waiting.discard(cid)
             reasoned = False
             continue
         if kind == "message" and type(key) is str and key and item.get("role") == "assistant":
             (reasoned_ids if reasoned else wanted).append(key)  # TM405 (RS-5)
         if store_off and kind == "item_reference":
             broken = True  # TM407
-        if waiting and adjacent:
-            broken = True  # TM103 (RS-17): an item between a call and its output
-        waiting.clear()
         reasoned = False
-    found.broken = broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
+    ids = named + referenced if referenced else named
+    found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
+                    or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103
     return found
+
+
+def interleaved(items: list[Any]) -> bool:
+    """TM103 (RS-17), for the profiles that want each output right after its call's run: whether an item other than
+    a call or an output (reasoning too) stands between a call and its output. Its own pass: most profiles do not ask."""
+    waiting: set[str] = set()  # calls of the latest run still owed their outputs
+    for item in items:
+        if type(item) is not dict or type(kind := item.get("type", "message")) is not str:
+            continue  # not ours to judge
+        if kind in CALL_TYPES:
+            if (cid := call_id_of(item)) is not None:
+                waiting.add(cid)
+        elif kind in OUTPUT_TYPES:
+            waiting.discard(call_id_of(item))
+        elif waiting:
+            return True
+    return False
