@@ -1,6 +1,7 @@
 """``sqlite:///path``: the contract every shared store keeps, plus what is particular to the file."""
 
 import asyncio
+import base64
 import logging
 import os
 import shutil
@@ -11,13 +12,16 @@ import threading
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from proxy.memory import StoreUnavailable, open_store
-from proxy.memory.backoff import Backoff
-from proxy.memory.guarded import GuardedStore
 from proxy.memory import sqlite as sqlite_store
+from proxy.memory.backoff import Backoff
+from proxy.memory.groupcommit import Write
+from proxy.memory.guarded import GuardedStore
 from proxy.memory.sqlite import SqliteStore
+from proxy.turns import Turn, call_ids
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import running_proxy
 from tests.support.store_contract import Backend, StoreContract, turn
@@ -279,3 +283,181 @@ async def test_after_a_slow_commit_on_the_loop_the_writer_thread_commits_for_a_w
     assert "the writer thread commits for the next 60 s" in caplog.text
     assert set(await store.recall("t", ["call_1", "call_2", "call_3"])) == {"call_1", "call_2", "call_3"}
     await store.close()
+
+
+# --- the layout: a row per turn, and the migration from the first layout (a row per call id) -------
+
+# The first layout, as toolmend wrote it before schema versions: PRAGMA user_version 0.
+FIRST_LAYOUT = """
+CREATE TABLE calls (
+    tenant TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    expires REAL NOT NULL,
+    turn BLOB NOT NULL,
+    PRIMARY KEY (tenant, call_id)
+) WITHOUT ROWID;
+CREATE INDEX calls_by_turn ON calls (seq);
+CREATE INDEX calls_by_expiry ON calls (expires);
+"""
+NOW = Clock().now
+# (tenant, seq, expires, turn): one tenant's call id is another's too, and one turn expired.
+FIRST_LAYOUT_TURNS = [
+    ("tenant-a", 1, NOW + 60, turn("call_1", "call_2", content="a")),
+    ("tenant-b", 2, NOW + 60, turn("call_1", content="b")),
+    ("tenant-a", 3, NOW - 1, turn("call_expired")),
+    ("tenant-b", 4, NOW + 60, turn("call_3", "call_4", content="b2")),
+]
+
+
+def first_layout_file(path: Path, turns: list[tuple[str, int, float, Turn]] = FIRST_LAYOUT_TURNS) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.executescript(FIRST_LAYOUT)
+    db.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)",
+                   [(tenant, cid, seq, expires, orjson.dumps(remembered))
+                    for tenant, seq, expires, remembered in turns for cid in call_ids(remembered)])
+    db.close()
+
+
+async def recalls_the_first_layout_turns(store: SqliteStore) -> None:
+    found = await store.recall("tenant-a", ["call_1", "call_2", "call_expired", "call_3"])
+    assert found == {"call_1": turn("call_1", "call_2", content="a"), "call_2": turn("call_1", "call_2", content="a")}
+    assert found["call_1"] is found["call_2"]  # one turn, parsed once
+    assert await store.recall("tenant-b", ["call_1", "call_2", "call_3", "call_4"]) == {
+        "call_1": turn("call_1", content="b"), "call_3": turn("call_3", "call_4", content="b2"),
+        "call_4": turn("call_3", "call_4", content="b2")}
+
+
+def schema_of(path: Path) -> tuple[int, int, int]:
+    """(user_version, turns rows, calls rows) of the file."""
+    db = sqlite3.connect(path)
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        return version, db.execute("SELECT count(*) FROM turns").fetchone()[0], db.execute("SELECT count(*) FROM calls").fetchone()[0]
+    finally:
+        db.close()
+
+
+async def test_a_file_of_the_first_layout_is_migrated_on_open_and_every_turn_recalled_under_its_tenant(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Users upgrade with remembered calls in the file: none may be lost, nor cross tenants.
+    path = tmp_path / "m.db"
+    first_layout_file(path)
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=100, clock=Clock())
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        await recalls_the_first_layout_turns(store)
+    assert caplog.text.count("migrated") == 1 and "4 turns kept" in caplog.text
+    assert schema_of(path) == (sqlite_store.SCHEMA_VERSION, 4, 6)  # each turn once, and each of its ids
+    await store.remember("tenant-a", [turn("call_2", content="new")])  # numbered after the migrated turns
+    assert await store.recall("tenant-a", ["call_1", "call_2"]) == {"call_1": turn("call_1", "call_2", content="a"),
+                                                                    "call_2": turn("call_2", content="new")}
+    assert len(store) == 4  # the expired turn deleted by that batch, the new one added
+    await store.close()
+
+
+async def test_stores_opening_a_first_layout_file_at_once_migrate_it_once_and_lose_nothing(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Every worker of a machine opens the file at start; one migrates, the others find it done.
+    path = tmp_path / "m.db"
+    first_layout_file(path)
+    stores = [SqliteStore(str(path), ttl_seconds=60, max_entries=100, clock=Clock()) for _ in range(4)]
+    together = threading.Barrier(len(stores))
+
+    def open_connection(store: SqliteStore) -> None:
+        together.wait(HANG_GUARD)
+        store._connection()
+
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        await asyncio.gather(*(asyncio.to_thread(open_connection, store) for store in stores))
+    assert caplog.text.count("migrated") == 1
+    assert schema_of(path) == (sqlite_store.SCHEMA_VERSION, 4, 6)
+    for store in stores:
+        await recalls_the_first_layout_turns(store)
+        await store.close()
+
+
+async def test_a_file_of_a_newer_schema_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE later (what BLOB)")
+    db.execute(f"PRAGMA user_version = {sqlite_store.SCHEMA_VERSION + 1}")
+    db.close()
+    before = path.read_bytes()
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
+    with pytest.raises(StoreUnavailable, match=f"{path} was written by a newer toolmend"):
+        await store.ready()
+    with pytest.raises(StoreUnavailable, match="newer toolmend"):
+        await store.recall("t", ["call_1"])
+    await store.close()
+    assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]  # not even put in WAL mode
+
+
+async def test_ids_pointed_at_a_newer_turn_recall_it_and_a_turn_left_without_ids_is_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=4, clock=Clock())
+
+    async def contents(*ids: str) -> list[str | None]:
+        found = await store.recall("t", list(ids))
+        return [found[cid]["content"] for cid in ids]
+
+    await store.remember("t", [turn("call_1", "call_2", content="first")])
+    await store.remember("t", [turn("call_2", "call_3", content="second")])
+    assert await contents("call_1", "call_2", "call_3") == ["first", "second", "second"]
+    await store.remember("t", [turn("call_1", content="third")])  # the first turn's last id moves on
+    assert await contents("call_1", "call_2") == ["third", "second"]
+    assert schema_of(path)[1:] == (2, 3)  # the first turn, unreachable now, is gone from the file
+    await store.remember("t", [turn("call_4", content="fourth"), turn("call_4", "call_5", content="fifth")])  # one batch
+    assert await contents("call_4", "call_5") == ["fifth", "fifth"]
+    assert schema_of(path)[1:] == (3, 5)
+    await store.remember("t", [turn(f"call_{n}") for n in range(6, 10)])
+    assert len(store) == 4 and schema_of(path)[1:] == (4, 4)  # max_entries still bounds the turns
+    assert set(await store.recall("t", [f"call_{n}" for n in range(1, 10)])) == {"call_6", "call_7", "call_8", "call_9"}
+    await store.close()
+
+
+async def test_a_number_used_again_after_the_newest_turn_expired_does_not_recall_it_by_its_old_ids(tmp_path: Path) -> None:
+    # The newest turn can expire unseen: a batch written after the store was down for longer than the ttl.
+    clock = Clock()
+    path = tmp_path / "m.db"
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=100, clock=clock)
+    await store.remember("t", [turn("call_old")])
+    clock.now += 61
+    await store.write([Write("t", [turn("call_late")], clock.now - 1)])  # deletes both turns
+    assert len(store) == 0
+    await store.remember("t", [turn("call_new")])
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT seq FROM turns").fetchall() == [(1,)]  # call_old's number
+    db.close()
+    assert list(await store.recall("t", ["call_old", "call_late", "call_new"])) == ["call_new"]
+    await store.close()
+
+
+def responses_turn(n: int) -> Turn:
+    """A Responses turn of the usual size (1.5 KB): a reasoning item's encrypted_content and a call, recalled by the call
+    and by the response."""
+    return {"dialect": "responses", "ids": [f"call_{n}", f"resp_{n}"], "response_id": f"resp_{n}",
+            "items": [{"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": base64.b64encode(os.urandom(900)).decode()},
+                      {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "get_weather",
+                       "arguments": '{"city": "Paris", "unit": "celsius"}', "status": "completed"}]}
+
+
+async def test_a_turn_is_stored_once_not_on_an_overflow_page_per_call_id(tmp_path: Path) -> None:
+    # A whole turn in a WITHOUT ROWID row per call id took at least a 4 KiB overflow page per id: 9.2 KiB a turn.
+    path = tmp_path / "m.db"
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=10_000)
+    for start in range(0, 2000, 100):
+        await store.remember("t", [responses_turn(n) for n in range(start, start + 100)])
+    assert set(await store.recall("t", ["call_0", "resp_1999"])) == {"call_0", "resp_1999"}
+    await store.close()  # the last connection checkpoints the WAL into the file
+    assert path.stat().st_size < 2000 * 4096  # under a page a turn: 2.1 KiB, where the first layout took 9.2
+
+
+async def test_a_migrated_file_gives_back_the_pages_of_the_first_layout(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    first_layout_file(path, [("t", n, NOW + 60, responses_turn(n)) for n in range(1, 501)])
+    assert path.stat().st_size > 500 * 8192  # two overflow pages a turn
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=1000, clock=Clock())
+    assert set(await store.recall("t", ["call_1", "resp_500"])) == {"call_1", "resp_500"}
+    await store.close()
+    assert path.stat().st_size < 500 * 4096

@@ -15,9 +15,29 @@ connection waits up to ``BUSY_TIMEOUT_MS`` for another process's write lock. Rec
 reader threads. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
 cut of the machine before the next checkpoint).
 
-One table: a row per call id, holding the whole turn, keyed by (tenant, call id), so a recall is one
-indexed query per ``RECALL_BATCH`` ids. Turns are numbered as they are written (under the write lock, so
-across processes); remembering a call id again replaces its row.
+Two tables. ``turns`` holds each turn once, under its number ``seq`` (the rowid); ``calls`` maps (tenant,
+call id) to that number, ``WITHOUT ROWID``, so a recall is one indexed query (a join) per ``RECALL_BATCH``
+ids. Turns are numbered as they are written (under the write lock, so across processes). Remembering a call
+id again points it at the new turn; a turn left with no id pointing at it can never be recalled again, and a
+trigger deletes it in that same statement (one indexed look-up, and only when an id moves), so re-remembering
+the same ids keeps one turn, not one per answer. A number is used again only after the newest turn expired,
+and a turn's ``calls`` rows are deleted in the transaction that deletes it, so no id can find a later turn
+under its old number (AUTOINCREMENT would rule out the reuse itself, for a page more in every commit: ~7 %).
+
+Why not one table: the first layout kept the whole turn (1-2 KB: a Responses turn carries its reasoning's
+``encrypted_content``) in a ``WITHOUT ROWID`` row per call id, which SQLite moves to overflow pages: at least
+a 4 KB page per call id. Responses turns of 1.6 KB with two ids each: 15,000 filled 142 MB against 33 MB now
+(9.2 against 2.1 KiB a turn), 100,000 (the default ``max_entries``) 946 MB against 218 MB, and a one-turn
+commit costs about a quarter less (in the 15,000-turn file 60-85 us against 80-115).
+
+The layout's version is the file's ``PRAGMA user_version``: ``SCHEMA_VERSION``, or 0 for the first layout
+(a ``calls`` table with a ``turn`` column). Opening a first-layout file migrates it in one transaction, under
+the write lock and with the version checked again inside it (every worker opens the file at once: one
+migrates, and the others wait for it, up to ``BUSY_TIMEOUT_MS``, past which the store counts as unavailable
+until they find it done), keeping every turn with its number, tenant, ids and the latest of its expiry
+times; then a ``VACUUM`` gives back the pages the old table left free (the 946 MB file above: 10 s, then
+1.5 s, to 217 MB), and the log says how many turns were kept. A file of a newer version, written by a newer
+toolmend, is never written to: ``StoreUnavailable`` says so.
 
 Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned,
 and the writer deletes them at most once a second), and only the newest ``max_entries`` turns are kept:
@@ -68,18 +88,34 @@ CHECKPOINT_EVERY = 300
 SLOW_COMMIT = 0.050
 SLOW_DISK_BACKOFF = 60.0
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-    tenant TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,   -- the turn: numbered in the order turns were written, across processes
-    expires REAL NOT NULL,
-    turn BLOB NOT NULL,     -- the whole turn, under each of its call ids
-    PRIMARY KEY (tenant, call_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS calls_by_turn ON calls (seq);
-CREATE INDEX IF NOT EXISTS calls_by_expiry ON calls (expires);
-"""
+#: ``PRAGMA user_version`` of the files this code writes (0: the first layout, or a new file).
+SCHEMA_VERSION = 2
+
+SCHEMA = (
+    """CREATE TABLE turns (
+        seq INTEGER PRIMARY KEY,  -- numbered in the order turns were written, across processes
+        expires REAL NOT NULL,
+        turn BLOB NOT NULL
+    )""",
+    "CREATE INDEX turns_by_expiry ON turns (expires)",
+    """CREATE TABLE calls (
+        tenant TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,  -- the turn it recalls
+        PRIMARY KEY (tenant, call_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX calls_by_turn ON calls (seq)",
+    """CREATE TRIGGER turns_unreachable AFTER UPDATE OF seq ON calls
+        WHEN NOT EXISTS (SELECT 1 FROM calls WHERE seq = OLD.seq)
+        BEGIN DELETE FROM turns WHERE seq = OLD.seq; END""",
+)
+#: A file of the first layout is set aside before ``SCHEMA`` (which takes its names again), then copied into it.
+SET_ASIDE_FIRST_LAYOUT = ("DROP INDEX calls_by_turn", "DROP INDEX calls_by_expiry", "ALTER TABLE calls RENAME TO first_layout")
+COPY_FIRST_LAYOUT = (
+    "INSERT INTO turns (seq, expires, turn) SELECT seq, max(expires), turn FROM first_layout GROUP BY seq",
+    "INSERT INTO calls (tenant, call_id, seq) SELECT tenant, call_id, seq FROM first_layout",
+    "DROP TABLE first_layout",
+)
 
 
 class SqliteStore(GroupCommitStore):
@@ -116,7 +152,7 @@ class SqliteStore(GroupCommitStore):
 
     def __len__(self) -> int:
         """Turns stored in the file (expired ones included until a batch deletes them)."""
-        return self._connection().execute("SELECT count(DISTINCT seq) FROM calls").fetchone()[0]
+        return self._connection().execute("SELECT count(*) FROM turns").fetchone()[0]
 
     def _insert_on_loop(self, batch: list[Write]) -> bool:
         """Commit ``batch`` on the event loop; False, nothing written, when another process holds the write lock."""
@@ -151,24 +187,28 @@ class SqliteStore(GroupCommitStore):
         now = self.clock()
         db.execute("BEGIN IMMEDIATE")  # the write lock first: no other process numbers turns meanwhile
         try:
-            seq = db.execute("SELECT coalesce(max(seq), 0) FROM calls").fetchone()[0]
-            rows = []
+            seq = db.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0]
+            turns, calls = [], []
             for entry in batch:
                 for turn in entry.turns:
                     ids = call_ids(turn)
                     if ids:
                         seq += 1
-                        blob = orjson.dumps(turn)
-                        rows += [(entry.tenant, cid, seq, entry.expires, blob) for cid in ids]
-            # Remembering a call id again replaces its turn.
-            db.executemany("INSERT OR REPLACE INTO calls (tenant, call_id, seq, expires, turn) VALUES (?, ?, ?, ?, ?)", rows)
+                        turns.append((seq, entry.expires, orjson.dumps(turn)))
+                        calls += [(entry.tenant, cid, seq) for cid in ids]
+            # The turns first: an id of the batch that moves on to a later turn of the batch deletes the one it left.
+            db.executemany("INSERT INTO turns (seq, expires, turn) VALUES (?, ?, ?)", turns)
+            db.executemany("INSERT INTO calls (tenant, call_id, seq) VALUES (?, ?, ?) "
+                           "ON CONFLICT (tenant, call_id) DO UPDATE SET seq = excluded.seq", calls)
+            # A turn is deleted with its call ids: none may be left to find a later turn under its number.
             db.execute("DELETE FROM calls WHERE seq <= ?", (seq - self.max_entries,))
+            db.execute("DELETE FROM turns WHERE seq <= ?", (seq - self.max_entries,))
             if prune and self.prune_due(now):
-                db.execute("DELETE FROM calls WHERE expires <= ?", (now,))
+                db.execute("DELETE FROM calls WHERE seq IN (SELECT seq FROM turns WHERE expires <= ?)", (now,))
+                db.execute("DELETE FROM turns WHERE expires <= ?", (now,))
             db.execute("COMMIT")
         except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            _roll_back(db)
             raise
 
     def _select(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
@@ -178,7 +218,8 @@ class SqliteStore(GroupCommitStore):
             return {}
         placeholders = ",".join("?" * len(ids))
         rows = db.execute(
-            f"SELECT call_id, seq, turn FROM calls WHERE tenant = ? AND call_id IN ({placeholders}) AND expires > ?",
+            f"SELECT call_id, seq, turn FROM calls JOIN turns USING (seq) WHERE tenant = ? AND call_id IN ({placeholders}) "
+            "AND expires > ?",
             (tenant, *ids, self.clock()),
         ).fetchall()
         found: dict[str, Turn] = {}
@@ -243,11 +284,12 @@ class SqliteStore(GroupCommitStore):
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            current = self._version(db) == SCHEMA_VERSION  # checked first: a newer toolmend's file is left as it is
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            if db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'calls'").fetchone()[0] == 0:
-                db.executescript(SCHEMA)
+            if not current:
+                self._create_or_migrate(db)
             if loop:  # the event loop's: one try for the write lock, and no checkpoint (see the module's docstring)
                 db.execute("PRAGMA busy_timeout = 0")
                 db.execute("PRAGMA wal_autocheckpoint = 0")
@@ -257,6 +299,44 @@ class SqliteStore(GroupCommitStore):
         with self._lock:
             self._connections.append(db)
         return db
+
+    def _version(self, db: sqlite3.Connection) -> int:
+        """The file's schema version; ``StoreUnavailable`` if it is newer than this code's."""
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreUnavailable(f"{self.path} was written by a newer toolmend (schema version {version}, this one knows "
+                                   f"up to {SCHEMA_VERSION}); it is left as it is: upgrade toolmend, or use another file")
+        return version
+
+    def _create_or_migrate(self, db: sqlite3.Connection) -> None:
+        """Give a new file ``SCHEMA``, or migrate one of the first layout to it (see the module's docstring): once,
+        by whichever worker takes the write lock first."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if self._version(db) == SCHEMA_VERSION:
+                db.execute("COMMIT")  # another worker did it meanwhile
+                return
+            first_layout = db.execute("SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'turn'").fetchone()[0]
+            steps = (*SET_ASIDE_FIRST_LAYOUT, *SCHEMA, *COPY_FIRST_LAYOUT) if first_layout else SCHEMA
+            for statement in steps:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            migrated = db.execute("SELECT count(*) FROM turns").fetchone()[0]
+            db.execute("COMMIT")
+        except BaseException:
+            _roll_back(db)
+            raise
+        if first_layout:
+            self._compact(db)
+            log.info("memory: migrated %s to schema version %d (a row per turn, not per call id): %d turns kept, %.1f MB",
+                     self.path, SCHEMA_VERSION, migrated, os.path.getsize(self.path) / 1e6)
+
+    def _compact(self, db: sqlite3.Connection) -> None:
+        """Give back the pages the first layout's table left free: most of the file."""
+        try:
+            db.execute("VACUUM")
+        except sqlite3.Error as error:  # migrated all the same: new turns reuse the free pages
+            log.warning("memory: VACUUM of %s after its migration failed (%s); it keeps its size", self.path, error)
 
     def _shutdown(self) -> None:
         self._writer_thread.shutdown(wait=True)
@@ -278,6 +358,11 @@ class _Slot:
 
     db: sqlite3.Connection | None = None
     file: tuple[int, int] | None = None
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        db.execute("ROLLBACK")
 
 
 def _never_close(db: sqlite3.Connection) -> None:
