@@ -58,3 +58,21 @@ def test_json_format_is_one_json_object_per_line() -> None:
     line = JsonFormatter().format(record)
     assert "\n" not in line and json.loads(line)["request_id"] == "r"
     assert TextFormatter().format(record).endswith("request request_id=r status=200")
+
+
+def test_both_formats_stamp_each_line_as_loggings_default_does() -> None:
+    """The stamp is made once a second (TextFormatter and JsonFormatter cache it): every line still gets its own
+    second and milliseconds."""
+    default, text, json_format = logging.Formatter(), TextFormatter(), JsonFormatter()
+    for created in (1_764_650_000.004, 1_764_650_000.999, 1_764_650_001.0, 1_764_650_001.5, 1_764_649_999.25):
+        record = logging.LogRecord("toolmend", logging.INFO, __file__, 1, "request", None, None)
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        stamp = default.formatTime(record)
+        assert text.format(record).startswith(f"{stamp} INFO toolmend request")
+        assert json.loads(json_format.format(record))["time"] == stamp
+
+
+def test_text_values_of_every_type_keep_the_line_whole() -> None:
+    record = logging.LogRecord("toolmend", logging.INFO, __file__, 1, "request", None, None)
+    record.request = {"status": 200, "duration_ms": 1.5e-05, "path": "/v1/a b\nfake=1", "memory": True}
+    assert TextFormatter().format(record).endswith('status=200 duration_ms=1.5e-05 path="/v1/a b\\nfake=1" memory=True')
