@@ -8,9 +8,11 @@ and imports cancel out.
 
     python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories, as served
     python bench/instructions.py serve --upstream http://127.0.0.1:8080/v1 [--memory sqlite:///tmp/m.db]
+    python bench/instructions.py serve --upstream ... --api responses   # or messages; default chat
     python bench/instructions.py serve --upstream ... --repo /tmp/old   # a checkout of another commit
 
-``serve`` runs ``python -m proxy serve`` under callgrind and sends it chat JSON requests (``bench/request.json``) one
+``serve`` runs ``python -m proxy serve`` under callgrind and sends it the bench's JSON requests of one protocol
+(``bench/request.json``, ``request_responses.json`` or ``request_messages.json``, as ``bench/run.py`` sends them) one
 after the other on one keep-alive connection; the upstream is the bench mock (``python bench/run.py --render-mock
 DIR`` writes it and prints how to start it). ``--repo`` runs another checkout's ``proxy`` (chat only, for
 ``repair``: older commits have no dialects). Needs ``apt-get install valgrind``.
@@ -114,9 +116,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _send(port: int, requests: int) -> None:
-    body = (BENCH / "request.json").read_bytes()
-    headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+#: What ``serve`` posts for each protocol: the path, the body, the headers (as bench/run.py's JSON scenarios).
+APIS = {
+    "chat": ("/v1/chat/completions", "request.json", {"authorization": "Bearer sk-bench"}),
+    "responses": ("/v1/responses", "request_responses.json", {"authorization": "Bearer sk-bench"}),
+    "messages": ("/v1/messages", "request_messages.json", {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}),
+}
+
+
+def _send(port: int, requests: int, api: str) -> None:
+    path, name, credentials = APIS[api]
+    body = (BENCH / name).read_bytes()
+    headers = {"content-type": "application/json", **credentials}
     deadline = time.monotonic() + 120  # valgrind starts a Python slowly
     while True:
         try:
@@ -128,21 +139,21 @@ def _send(port: int, requests: int) -> None:
                 raise
             time.sleep(0.2)
     for _ in range(requests):
-        connection.request("POST", "/v1/chat/completions", body, headers)
+        connection.request("POST", path, body, headers)
         answer = connection.getresponse()
         answer.read()
         if answer.status != 200:
             raise SystemExit(f"toolmend answered {answer.status}: is the mock upstream running?")
 
 
-def serve_count(repo: Path, upstream: str, memory: str, requests: int) -> int:
+def serve_count(repo: Path, upstream: str, memory: str, requests: int, api: str) -> int:
     port = _free_port()
     command = [*CALLGRIND, sys.executable, "-m", "proxy", "serve", "--upstream", upstream, "--host", "127.0.0.1",
                "--port", str(port), "--memory", memory]
     with tempfile.TemporaryFile("w+") as log:  # a log line per request: a pipe would fill and stall the server
         server = subprocess.Popen(command, cwd=repo, env=ENV, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
-            _send(port, requests)
+            _send(port, requests, api)
         finally:
             server.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly and callgrind prints its total
             server.wait(timeout=120)
@@ -161,6 +172,7 @@ def main() -> None:
     srv.add_argument("--upstream", required=True)
     srv.add_argument("--memory", default="memory://", help="a store URL; give each commit a file of its own")
     srv.add_argument("--requests", type=int, default=500, help="requests the second process serves beyond the first one's 50")
+    srv.add_argument("--api", choices=sorted(APIS), default="chat", help="which protocol's JSON request to send")
     child = sub.add_parser("_repair")
     child.add_argument("kind")
     child.add_argument("times", type=int)
@@ -171,8 +183,8 @@ def main() -> None:
         repair_counts(args.repo.resolve(), args.kinds.split(","))
     else:
         def count(requests: int) -> int:
-            return serve_count(args.repo.resolve(), args.upstream, args.memory, requests)
-        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per chat JSON request "
+            return serve_count(args.repo.resolve(), args.upstream, args.memory, requests, args.api)
+        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per {args.api} JSON request "
               f"({args.repo}, {args.memory})")
 
 
