@@ -8,6 +8,11 @@ cancelled at once, and when it leaves mid-stream the relay stops at once, not wh
 task where it waits; the block then ends with ``ClientGone`` (a cancellation from anywhere else, such as
 a shutdown, goes through unchanged). Only for requests whose body has been read completely: from then on
 the next ASGI message can only be ``http.disconnect``.
+
+The watching starts ``WATCH_AFTER`` into the block: a task waiting for the disconnect, made and cancelled for
+every request, cost 3 % of a request's instructions, and most blocks that end within that time are answers
+from a fast upstream, or an SSE stream's last chunks. A client that leaves earlier is noticed ``WATCH_AFTER``
+late.
 """
 
 import asyncio
@@ -21,11 +26,17 @@ class ClientGone(Exception):
     """The client disconnected while the block was running."""
 
 
+#: Seconds into a block before its watching starts (see the module's docstring).
+WATCH_AFTER = 0.05
+
+
 @contextlib.contextmanager
 def client_watch(receive: Receive) -> Iterator[None]:
     task = asyncio.current_task()
     assert task is not None
+    loop = asyncio.get_running_loop()
     state = {"watching": True, "left": False}
+    watchers: list[asyncio.Task[None]] = []
 
     def on_disconnect(watcher: asyncio.Task[None]) -> None:
         # Runs on the loop between steps: only a block still running is stopped.
@@ -33,8 +44,12 @@ def client_watch(receive: Receive) -> Iterator[None]:
             state["left"] = True
             task.cancel()
 
-    watcher = asyncio.get_running_loop().create_task(_disconnected(receive))
-    watcher.add_done_callback(on_disconnect)
+    def watch() -> None:
+        watcher = loop.create_task(_disconnected(receive))
+        watcher.add_done_callback(on_disconnect)
+        watchers.append(watcher)
+
+    starting = loop.call_later(WATCH_AFTER, watch)
     try:
         yield
     except asyncio.CancelledError:
@@ -44,7 +59,9 @@ def client_watch(receive: Receive) -> Iterator[None]:
         raise ClientGone from None
     finally:
         state["watching"] = False
-        watcher.cancel()
+        starting.cancel()
+        for watcher in watchers:
+            watcher.cancel()
 
 
 async def _disconnected(receive: Receive) -> None:
