@@ -87,6 +87,8 @@ def serve_forever(settings: Settings) -> None:
         "access_log": False,  # toolmend writes its own line per request
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_SECONDS,
         "server_header": False,
+        # Nothing reads the client's address or scheme: no X-Forwarded-* parsing (uvicorn's default) per request.
+        "proxy_headers": False,
     }
     if settings.workers == 1:
         uvicorn.run(create_app(settings), **common)

@@ -339,3 +339,17 @@ def test_check_thinking_policy_reject_refuses_a_turn_without_thinking(tmp_path, 
     assert main(["check", "--thinking-policy", "reject", str(path)]) == 1
     [row] = [line for line in capsys.readouterr().out.splitlines() if "TM510 thinking-required" in line]
     assert "rejected" in row
+
+
+def test_serve_runs_uvicorn_without_the_layers_toolmend_does_not_use(monkeypatch, tmp_path) -> None:
+    """No access log (toolmend writes its own line), no WebSocket, and no X-Forwarded-* rewriting of the client's
+    address: nothing reads it, and each layer costs every request."""
+    import uvicorn
+
+    import proxy.logs
+
+    ran: dict = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: ran.update(options))
+    monkeypatch.setattr(proxy.logs, "configure", lambda level, log_format: None)
+    assert main(["serve", "--upstream", "http://127.0.0.1:9/v1", "--memory", f"sqlite:///{tmp_path}/m.db"]) == 0
+    assert ran["proxy_headers"] is False and ran["access_log"] is False and ran["ws"] == "none"
