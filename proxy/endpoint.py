@@ -1,6 +1,7 @@
-"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, forward, relay and
-remember. What differs between Chat Completions, the Responses API and Anthropic Messages is asked of the
-endpoint's dialect (``proxy/dialects/dialect.py``); nothing here knows a wire format.
+"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, forward (once more when the
+dialect knows a fix for the upstream's refusal), relay and remember. What differs between Chat Completions, the
+Responses API and Anthropic Messages is asked of the endpoint's dialect (``proxy/dialects/dialect.py``); nothing
+here knows a wire format.
 
 Each step is a small function; the handler only strings them together. A request that needs no repair
 is forwarded as the exact bytes the client sent.
@@ -27,7 +28,7 @@ from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
 from proxy.observe import line_of, observe_upstream
-from proxy.relay import StreamRelay, relay_answer
+from proxy.relay import StreamRelay, peek, relay_answer
 from proxy.repair import Policy, Profile, Result
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
@@ -54,6 +55,13 @@ CLIENT_CLOSED_REQUEST = 499
 #: the heap as it was frozen for the collector. A broken history of this size (about 2,000 messages) takes some
 #: 10 ms to repair; below it, the thread hand-off would cost more than it saves.
 LARGE_BODY_BYTES = 256 * 1024
+
+#: An upstream error a dialect may retry (``Dialect.retries``) is read up to this size to ask the dialect; a larger one
+#: goes to the client as it arrives.
+REFUSAL_BYTES = 64 * 1024
+
+#: The repairs of a request that needed none (never changed).
+NO_REPAIRS: Counter[str] = Counter()
 
 
 class BodyTooLarge(Exception):
@@ -83,9 +91,12 @@ def endpoint(dialect: Dialect) -> Handler:
             state.access.check(headers, query, (route,))
             scope = memory_scope(route.tenant(headers, query), dialect)
             line.tenant, line.profile = scope[:8], route.profile.name
-            outgoing, extra_headers = await _repair_request(state, dialect, dialect.profile(route.profile.name), scope, body, parsed,
-                                                            mended, line)
+            profile = dialect.profile(route.profile.name)
+            outgoing, repairs, extra_headers = await _repair_request(state, dialect, profile, scope, body, parsed, mended, line)
             answer = await _forward(request, state, dialect, route, path, outgoing, line)
+            if dialect.retries(answer.status_code, state.policy):
+                answer, extra_headers = await _retried(request, state, dialect, profile, route, path, outgoing,
+                                                       parsed if outgoing is body else None, answer, repairs, extra_headers, line)
         except Refused as refused:
             return refused.response
         except (InvalidPath, Denied) as refusal:
@@ -143,9 +154,9 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
 
 
 async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
-                          mended: Counter[str], line: RequestLine) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+                          mended: Counter[str], line: RequestLine) -> tuple[bytes, Counter[str], list[tuple[bytes, bytes]]]:
     """What to send upstream: the client's own bytes (or the bytes as mended before parsing), or the repaired
-    body, with the header saying what was done.
+    body, with what was done by rule code and the headers saying so.
 
     The engine's work on a large body runs in a thread so that other clients are not kept waiting (the
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds), with the
@@ -165,13 +176,16 @@ async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile,
     if outgoing is None:
         raise Refused(dialect.error(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
     if not (mended or counts):
-        return body, []
-    return outgoing, _reported(state, profile, mended + counts, calls, line)
+        return body, NO_REPAIRS, []
+    repairs = mended + counts
+    return outgoing, repairs, _reported(state, profile, repairs, calls, line)
 
 
-def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: Counter[CallSource], line: RequestLine) -> list[tuple[bytes, bytes]]:
-    """What was repaired, counted by rule code, on the log line, in the metrics and in the response headers."""
-    line.repairs = summarize(counts)
+def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: Counter[CallSource], line: RequestLine,
+              earlier: Counter[str] = NO_REPAIRS) -> list[tuple[bytes, bytes]]:
+    """What was repaired, counted by rule code, on the log line, in the metrics and in the response headers; after
+    what the request's ``earlier`` repairs reported (only ``counts`` are counted again)."""
+    line.repairs = summarize(earlier + counts if earlier else counts)
     for code, count in counts.items():
         state.metrics.repairs.labels(code, profile.name).inc(count)
     headers = [(REPAIRS_HEADER, line.repairs.encode())]
@@ -181,6 +195,36 @@ def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: 
             state.metrics.calls_reinserted.labels(source, profile.name).inc(count)
         headers.append((CALLS_HEADER, line.calls.encode()))
     return headers
+
+
+async def _retried(request: Request, state: ProxyState, dialect: Dialect, profile: Profile, route: UpstreamRoute, path: bytes,
+                   outgoing: bytes, parsed: dict | None, answer: httpx.Response, repairs: Counter[str],
+                   headers: list[tuple[bytes, bytes]], line: RequestLine) -> tuple[httpx.Response, list[tuple[bytes, bytes]]]:
+    """An answer that may be a refusal the dialect knows a fix for (Messages: a 400 refusing a thinking signature,
+    AM-14, under thinking policy ``drop``): its error body is read, up to ``REFUSAL_BYTES``, and when the dialect
+    makes a body of what was sent (``outgoing``; ``parsed`` when that is the body as read), that body goes once more
+    to the same upstream with the same headers, what it changed joining the request's repairs in the headers, the
+    log line and the metrics. Any other answer, a larger or unreadable one, and the answer to the retry, whatever
+    it is, go on to the client as the upstream sent them."""
+    try:
+        with client_watch(request.receive):
+            error = await peek(answer, REFUSAL_BYTES)
+    except ClientGone:
+        await answer.aclose()
+        log.info("client left before the upstream's refusal was read; upstream request closed")
+        raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
+    if error is None:
+        return answer, headers
+    sent = parsed if parsed is not None else _parse(outgoing)
+    run = _in_thread if len(outgoing) > LARGE_BODY_BYTES else _inline
+    retry = await run(dialect.retry, answer.status_code, error, sent, profile, state.policy)
+    if retry is None:
+        return answer, headers
+    body, counts = retry
+    await answer.aclose()  # read whole: its upstream slot goes back before the retry takes one
+    again = await _forward(request, state, dialect, route, path, body, line)
+    calls = [header for header in headers if header[0] != REPAIRS_HEADER]
+    return again, [*_reported(state, profile, counts, Counter(), line, repairs), *calls]
 
 
 async def _forward(request: Request, state: ProxyState, dialect: Dialect, route: UpstreamRoute, path: bytes, outgoing: bytes,

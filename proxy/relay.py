@@ -13,6 +13,9 @@ a stream, only the terminal event waits (the chunk in which the reader's ``finis
 stream without one, the end of the body), every chunk before it has gone out already. ``remember`` is
 bounded by the guard (``proxy.memory.guarded``): a slow or failed store delays the end by at most its
 timeout, never breaks the relay.
+
+An answer the request path needs to read before deciding what to do with it (an upstream refusal a dialect may
+retry) is read with ``peek``, bounded, and then relayed like any other: its body starts again with what was read.
 """
 
 import logging
@@ -123,6 +126,50 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     response = Response(body, upstream.status_code)
     response.raw_headers = headers
     return response
+
+
+class _Replayed(httpx.AsyncByteStream):
+    """An answer's body from its start again, once ``peek`` read part or all of it: what was read, then the rest as
+    it arrives (or the error that broke the reading off, raised where it happened). Closing it closes the answer's
+    own stream, which gives its upstream slot back."""
+
+    def __init__(self, read: list[bytes], stream: httpx.AsyncByteStream, rest: AsyncIterator[bytes] | None,
+                 error: httpx.HTTPError | None) -> None:
+        self.read, self.stream, self.rest, self.error = read, stream, rest, error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read, self.read = self.read, []
+        for chunk in read:
+            yield chunk
+        if self.error is not None:
+            raise self.error
+        if self.rest is not None:
+            async for chunk in self.rest:
+                yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def peek(upstream: httpx.Response, limit: int) -> bytes | None:
+    """The whole body of an answer when it is at most ``limit`` bytes; else None (larger, or the upstream broke off).
+    Either way the answer is still relayed as it was received: its body starts again with what was read."""
+    stream = async_stream(upstream)
+    chunks = aiter(stream)
+    read: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in chunks:
+            read.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                upstream.stream = _Replayed(read, stream, chunks, None)
+                return None
+    except httpx.HTTPError as exc:
+        upstream.stream = _Replayed(read, stream, None, exc)
+        return None
+    upstream.stream = _Replayed(read, stream, None, None)
+    return b"".join(read)
 
 
 async def _chained(read: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

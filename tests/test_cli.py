@@ -297,10 +297,11 @@ def test_list_rules_lists_the_responses_rules_too(capsys):
         [line] = [line for line in out if line.startswith(code + " ")]
         assert "[api: responses]" in line
     assert "TM407  unstored-ids [api: responses]  (RS-7, RS-19)" in out
-    for code in [f"TM5{n:02}" for n in range(1, 13)]:
+    for code in [f"TM5{n:02}" for n in range(1, 14)]:
         [line] = [line for line in out if line.startswith(code + " ")]
         assert "[api: messages]" in line
-    assert out[-2].startswith("TM512  lone-surrogate [api: messages]  (AM-21)")
+    assert out[-4].startswith("TM512  lone-surrogate [api: messages]  (AM-21)")
+    assert out[-2].startswith("TM513  refused-signature [api: messages]  (AM-14)")
 
 
 ANTHROPIC_BODY = {"model": "claude", "max_tokens": 8, "messages": [

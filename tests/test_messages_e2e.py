@@ -14,6 +14,8 @@ loopback.
   presents a toolmend key and the upstream gets the operator's, in the carrier the client used. ``count_tokens`` is repaired
   like ``/v1/messages`` (a valid one arrives as sent), ``GET /v1/models`` passes through; a route prefix serves Anthropic clients beside chat ones. Errors are Anthropic's
   envelope; a lone surrogate is mended (AM-21). Memory is per key.
+* A thinking signature the upstream refuses (AM-14: bound to another system prompt) is dropped and the request sent
+  once more (TM513); under ``--thinking-policy reject`` the refusal comes back as the upstream sent it.
 * count_tokens is repaired like /v1/messages and follows the same model route (found as a bug, now pinned as a test).
 """
 
@@ -97,6 +99,12 @@ def proxy(upstream: tuple[str, MessagesRecorder]) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def rejecting_proxy(upstream: tuple[str, MessagesRecorder]) -> Iterator[str]:
     with serve(create_app(Settings(upstream=upstream[0] + "/v1", orphan_policy="reject"))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def thinking_rejecting_proxy(upstream: tuple[str, MessagesRecorder]) -> Iterator[str]:
+    with serve(create_app(Settings(upstream=upstream[0] + "/v1", thinking_policy="reject"))) as url:
         yield url
 
 
@@ -475,16 +483,41 @@ def test_an_unreachable_upstream_is_a_502_in_anthropic_s_envelope(unreachable_pr
     assert "could not be reached" in error_of(failed.value, "api_error")
 
 
-def test_an_upstream_refusal_comes_back_as_the_upstream_sent_it(proxy: str, rec: MessagesRecorder, wire: Wire) -> None:
-    client = wire.client(proxy, "sk-ant-forged")
+def test_an_upstream_refusal_comes_back_as_the_upstream_sent_it(thinking_rejecting_proxy: str, rec: MessagesRecorder, wire: Wire) -> None:
+    client = wire.client(thinking_rejecting_proxy, "sk-ant-forged")
     forged = {"type": "thinking", "thinking": "I made this up.", "signature": "Zm9yZ2Vk"}  # toolmend cannot know it is forged
     history = [user("Go"), assistant([forged, {"type": "text", "text": "Hi."}]), user("Again")]
     with pytest.raises(anthropic.BadRequestError) as refused:
         client.messages.create(**request(history, thinking=MANUAL))
-    assert rec.last.body_bytes == wire.last.sent and "x-toolmend-repairs" not in wire.last.headers
+    # Thinking policy reject: the refusal of the signature is not retried (under drop it is, TM513).
+    assert len(rec.requests) == 1 and rec.last.body_bytes == wire.last.sent and "x-toolmend-repairs" not in wire.last.headers
     assert refused.value.body == rec.rejections[-1]  # with the upstream's request_id
     assert re.fullmatch(r"messages\.1\.content\.0: Invalid `signature` in `thinking` block.*", refused.value.body["error"]["message"])
     assert wire.last.headers["request-id"] == rec.rejections[-1]["request_id"]
+
+
+def test_a_thinking_signature_the_upstream_refuses_once_is_dropped_and_the_call_succeeds(wire: Wire) -> None:
+    """AM-14, the 2026-09 binding: the strict upstream binds each signature to the ``system`` prompt it was minted
+    under, and the client switched to another (a channel or model switch) in the middle of its tool loop. toolmend
+    cannot tell; the upstream refuses once, toolmend sends the same request without its thinking (and, the tool
+    turn no longer starting with thinking, without ``thinking``), and each way the SDK asks gets its answer."""
+    app, rec = make_messages_upstream(seed=31, redacted=True, bind_system=True)
+    with serve(app) as url, serve(create_app(Settings(upstream=url + "/v1"))) as proxy:
+        for mode in MODES:
+            client = wire.client(proxy, f"sk-ant-switched-{mode}")
+            history = [user("Weather and time in Paris?")]
+            answer = ask(client, mode, **request(history, thinking=MANUAL, system="You are agent A."))
+            history += [assistant(kept(answer)), results_for(answer)]
+            switched = request(history, thinking=MANUAL, system="You are agent B.")
+            refusals = refused_directly(url, rec, "The block is bound to a different conversation", **switched)
+            final = ask(client, mode, **switched)
+            assert text_of(final) == "Received 2 tool results."
+            assert wire.last.headers["x-toolmend-repairs"] == "TM513=1,TM510=1"
+            assert len(rec.rejections) == refusals + 1  # refused once through toolmend, then accepted
+            first, retried = rec.requests[-2:]
+            assert first.body_bytes == wire.last.sent  # the client's own bytes went first
+            assert "thinking" not in retried.json and retried.json["system"] == "You are agent B."
+            assert assistant_contents(retried) == [[block for block in kept(answer) if not is_thinking(block)]]
 
 
 def test_a_lone_surrogate_is_forwarded_as_the_replacement_character(upstream: tuple[str, MessagesRecorder], proxy: str,

@@ -88,10 +88,22 @@ class Dialect(Protocol):
         AM-21), with what was mended by rule code; None to refuse it as invalid JSON."""
         ...
 
+    def retries(self, status: int, policy: Policy) -> bool:
+        """Whether an upstream answer of this status may be a refusal ``retry`` knows a fix for, under ``policy``: only
+        then is its error body read (bounded) before it is relayed."""
+        ...
+
+    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
+        """The body to send once more, to the same upstream, after it refused ``sent`` (what went upstream, parsed) with
+        ``status`` and the error body ``error`` (Messages: a thinking signature it would not take, AM-14), with what was
+        changed by rule code; None to relay the refusal as the upstream sent it. Asked once per request."""
+        ...
+
 
 class ListHistory:
-    """What the dialects share: a history that is a list under ``history_key``, one endpoint, and invalid JSON
-    refused as sent (a dialect with a known fix for some invalid bodies overrides ``mend``)."""
+    """What the dialects share: a history that is a list under ``history_key``, one endpoint, invalid JSON refused
+    as sent and upstream refusals relayed as sent (a dialect with a known fix for some invalid bodies overrides
+    ``mend``, one with a fix for some refusals ``retries`` and ``retry``)."""
 
     history_key: str
     path: str
@@ -105,6 +117,12 @@ class ListHistory:
         return len(history) if type(history) is list else 0
 
     def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
+        return None
+
+    def retries(self, status: int, policy: Policy) -> bool:
+        return False
+
+    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
         return None
 
 

@@ -4,7 +4,9 @@
 assistant message that calls a tool, thinking with its signature), ``view.py`` reads the messages into the
 engine's view and writes it back, ``check.py`` is the fast path, ``plan.py`` runs the structural rules and then
 the Messages rules of ``rules/``; ``profiles.py`` says which servers keep unsigned thinking, ``errors.py`` renders
-errors in Anthropic's shape and ``surrogates.py`` mends lone surrogates before a body is parsed (AM-21).
+errors in Anthropic's shape and ``surrogates.py`` mends lone surrogates before a body is parsed (AM-21). A 400
+refusing a thinking signature (AM-14) is answered by sending the request again without its thinking
+(``rules/refused_signature.py``, ``plan.retried``), under thinking policy ``drop``.
 """
 
 from collections import Counter
@@ -17,9 +19,10 @@ from proxy.dialects.dialect import ListHistory, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
-from proxy.dialects.messages.plan import MessagesPlan, plan
+from proxy.dialects.messages.plan import MessagesPlan, plan, retried
 from proxy.dialects.messages.profiles import messages_profile
-from proxy.repair import Finding, Profile
+from proxy.dialects.messages.rules import refused_signature
+from proxy.repair import Finding, Policy, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -49,6 +52,23 @@ class MessagesDialect(ListHistory):
             return None
         fixed, count = mended
         return fixed, Counter({surrogates.RULE.code: count})
+
+    def retries(self, status: int, policy: Policy) -> bool:
+        """A 400 may refuse a thinking signature (AM-14); the thinking policy says whether to drop the thinking."""
+        return status == refused_signature.STATUS and policy.thinking == "drop"
+
+    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
+        """On a refused thinking signature, ``sent`` without its thinking (TM513), once more (AM-14)."""
+        if not self.retries(status, policy) or not refused_signature.refused(status, error):
+            return None
+        result = retried(sent, profile, policy)
+        if result is None:
+            return None
+        try:
+            body = orjson.dumps(result.body)
+        except orjson.JSONEncodeError:  # too deep to encode again: the refusal goes to the client
+            return None
+        return body, Counter(finding.code for finding in result.findings)
 
 
 MESSAGES = MessagesDialect()

@@ -9,6 +9,9 @@ the request body holding the new messages, without ``thinking`` when a rule turn
 The Messages rules that edit one message at a time visit only the pending messages (``rules/edit.py``): the
 client's own that the check marked, and those the view rebuilt that ``check.may_change`` flags; a long history
 whose repair touches a few hundred messages is not walked once per rule.
+
+``retried`` answers the upstream rather than the client: when it refused a thinking signature (AM-14), what was
+sent goes through TM513 and TM510 (``RETRY_RULES``) to be sent once more; its findings name positions in that body.
 """
 
 from dataclasses import dataclass
@@ -16,10 +19,10 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.messages.check import inspect, may_change
-from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, thinking, tool_use_id, unsigned_thinking
+from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, refused_signature, thinking, thinking_required, tool_use_id, unsigned_thinking
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
-from proxy.repair.context import Recalled
+from proxy.repair.context import Context, Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
@@ -55,10 +58,7 @@ class MessagesPlan:
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
-        body = {**self.body, "messages": ctx.messages}
-        if thinking.turned_off(ctx.findings):
-            del body["thinking"]
-        return Result(body, tuple(ctx.findings))
+        return Result(thinking.sent(self.body, ctx.messages, ctx.findings), tuple(ctx.findings))
 
 
     def _pending(self, messages: list[Any], view: View) -> list[int] | None:
@@ -87,6 +87,24 @@ def _client_tools(tools: Any) -> list[dict[str, Any]]:
         return []
     return [{"type": "function", "function": {"name": tool["name"]}} for tool in tools
             if type(tool) is dict and type(tool.get("name")) is str and tool.get("type", "custom") == "custom"]
+
+
+#: What a body the upstream refused for a thinking signature goes through before it is sent again: TM513 removes the
+#: thinking, then TM510 turns ``thinking`` off for the request when the final tool turn no longer starts with it.
+RETRY_RULES: tuple[RepairRule, ...] = (refused_signature, thinking_required)
+
+
+def retried(body: dict[str, Any], profile: Profile, policy: Policy) -> Result | None:
+    """The body to send once more after the upstream refused a thinking signature in ``body`` (what was sent: the
+    repaired body, or the client's), with the findings; None when there was no thinking to remove, or under thinking
+    policy ``reject`` (the refusal then goes to the client)."""
+    messages = body.get("messages")
+    if policy.thinking != "drop" or type(messages) is not list:
+        return None
+    ctx = Context(list(messages), None, {}, policy, profile, request=body)
+    if refused(ctx, RETRY_RULES) or not any(finding.code == refused_signature.RULE.code for finding in ctx.findings):
+        return None
+    return Result(thinking.sent(body, ctx.messages, ctx.findings), tuple(ctx.findings))
 
 
 def plan(body: dict[str, Any], profile: Profile) -> MessagesPlan | None:

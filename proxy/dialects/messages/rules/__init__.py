@@ -30,5 +30,7 @@ BLOCK_RULES: tuple[RepairRule, ...] = (stream_keys, non_object_input, empty_text
 THINKING_RULES: tuple[RepairRule, ...] = (trailing_thinking, content_after_tool_use, thinking_not_first, thinking_required, thinking_disabled)
 
 #: Every Messages rule, in the order they run (TM501 over the view; TM506 is the ``anthropic`` profile's): what
-#: the rule catalogue lists. TM512 (lone surrogates, ``surrogates.py``) mends the raw body, before any of them.
+#: the rule catalogue lists. TM512 (lone surrogates, ``surrogates.py``) mends the raw body, before any of them; TM513
+#: (``refused_signature.py``) runs on no request as the client sent it, only on the upstream's refusal of a thinking
+#: signature (``plan.retried``).
 RULES: tuple[RepairRule, ...] = (tool_use_id, *BLOCK_RULES, unsigned_thinking, *THINKING_RULES)

@@ -4,7 +4,7 @@ Anthropic judges thinking on the assistant message of the turn in progress: the 
 request (a prefill) or when the user messages after it start with a ``tool_result`` (the tool loop goes on).
 With manual thinking that message must start with a thinking block (AM-9); with thinking off it may not hold
 any (AM-11). A repair may turn thinking off for one request (AM-9, policy ``drop``): the rules after it judge
-the request as it will be sent.
+the request as it will be sent. So may the retry of a request whose thinking the upstream refused (TM513).
 """
 
 from collections.abc import Iterable, Mapping
@@ -30,6 +30,15 @@ def requested(body: Any) -> Mode:
 
 def turned_off(findings: Iterable[Finding]) -> bool:
     return any(finding.action == TURNED_OFF for finding in findings)
+
+
+def sent(body: Mapping[str, Any], messages: list[Any], findings: Iterable[Finding]) -> dict[str, Any]:
+    """The request body to send: ``body`` with ``messages``, without ``thinking`` when a finding turned it off for
+    this request (TM510, policy ``drop``)."""
+    out = {**body, "messages": messages}
+    if turned_off(findings):
+        out.pop("thinking", None)
+    return out
 
 
 def mode(ctx: Context) -> Mode:

@@ -1,0 +1,229 @@
+"""TM513: Anthropic refuses a thinking block's signature (AM-14), and toolmend sends the request once more without
+its thinking, under ``--thinking-policy drop``; under ``reject`` the refusal is relayed as it came. The rule's
+docstring example, the retried body, and the request path with respx as the upstream: the policy decides, only that
+refusal is retried and only once, JSON and streamed, reported like every repair and merged with the request's own.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import respx
+
+from proxy.dialects import CHAT, MESSAGES, RESPONSES
+from proxy.dialects.messages.blocks import content_blocks, is_thinking
+from proxy.dialects.messages.plan import retried
+from proxy.dialects.messages.rules import refused_signature
+from proxy.logs import TextFormatter
+from proxy.repair import Policy
+from proxy.repair.catalog import describe
+from tests.support.messages_upstream import sse_events
+from tests.support.messages_validator import ServerState, violations
+from tests.support.proxy_fixtures import AUTH, UPSTREAM, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
+from tests.test_messages_support import ID_A, ID_B, MANUAL, Q, assistant, req, result, text, thinking, use, user
+
+PATH = "/v1/messages"
+HEADERS = {**AUTH, "anthropic-version": "2023-06-01"}
+REFUSAL = "messages.1.content.0: Invalid `signature` in `thinking` block"
+#: The 2026-09 wording: a block bound to another conversation prefix or system prompt.
+BOUND = (REFUSAL + ". The block is bound to a different conversation. Remove the block, or set "
+         '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block". That setting requires the '
+         "`thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header. The `system` prompt differs from the one "
+         "this block was created with.")
+DOC = describe(refused_signature)
+FOREIGN = thinking("Paris first.", "Zm9yZWlnbi0x")  # minted for another model: only the upstream can tell
+OLDER = thinking("A greeting.", "Zm9yZWlnbi0y")
+#: A tool loop in progress, manual thinking on, signed thinking in an earlier answer and in the current tool turn.
+LOOP = req(Q, assistant(OLDER, text("Hello.")), user(text("Weather in Paris?")), assistant(FOREIGN, use(ID_A)), user(result(ID_A)),
+           thinking=MANUAL, tools=[{"name": "get_weather", "input_schema": {"type": "object"}}])
+CALL_ID = "toolu_01RetriedAnswer00000000"
+ANSWER = {"id": "msg_01Retried", "type": "message", "role": "assistant", "model": "claude-strict-test",
+          "content": [{"type": "text", "text": "And the time."}, {"type": "tool_use", "id": CALL_ID, "name": "get_time", "input": {}}],
+          "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def refusal(message: str = REFUSAL, status: int = 400) -> httpx.Response:
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}, "request_id": "req_011CRefused"}
+    return httpx.Response(status, content=orjson.dumps(body), headers={"content-type": "application/json", "request-id": "req_011CRefused"})
+
+
+def accepted() -> httpx.Response:
+    return httpx.Response(200, content=orjson.dumps(ANSWER), headers={"content-type": "application/json"})
+
+
+def streamed() -> httpx.Response:
+    events = b"".join(b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3))
+    return sse_response(ScriptedStream([events]))
+
+
+def thinking_in(body: dict[str, Any]) -> list[Any]:
+    return [block for message in body["messages"] for block in content_blocks(message) if is_thinking(block)]
+
+
+@pytest.fixture
+def upstream():
+    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
+        yield mock
+
+
+def scripted(upstream: respx.MockRouter, *answers: httpx.Response) -> respx.Route:
+    return upstream.post("/messages").mock(side_effect=list(answers))
+
+
+def sent(route: respx.Route) -> list[bytes]:
+    return [call.request.content for call in route.calls]
+
+
+# --- the rule ----------------------------------------------------------------------------------------------------
+
+
+def test_the_docstring_example_is_retried_as_its_good_history() -> None:
+    body = req(*DOC.bad, **DOC.request)
+    result_ = retried(body, MESSAGES.profile("anthropic"), Policy())
+    assert result_ is not None and result_.body["messages"] == DOC.good
+    assert "thinking" not in result_.body  # the final tool turn no longer starts with thinking: TM510 turned it off
+    assert {finding.code for finding in result_.findings} == {"TM513", "TM510"}
+    assert body == req(*DOC.bad, **DOC.request)  # what was sent is never edited
+    # The upstream refuses Bad (it never minted those signatures) and takes Good as it is sent.
+    assert [found.rule for found in violations(body, state=ServerState())] == ["AM-14"]
+    assert violations(result_.body, state=ServerState()) == []
+
+
+def test_the_retried_body_keeps_everything_but_thinking() -> None:
+    body = req(Q, assistant(OLDER, text("Hello.")), user(text("More?")), assistant(FOREIGN), user(text("Go on.")), thinking=MANUAL, system="Terse.")
+    result_ = retried(body, MESSAGES.profile("anthropic"), Policy())
+    assert result_ is not None
+    assert result_.body == {**body, "messages": [Q, assistant(text("Hello.")), user(text("More?")), assistant(text("[reasoning elided]")),
+                                                 user(text("Go on."))]}  # no tool turn in progress: thinking stays on
+    assert [(finding.code, finding.index, finding.action) for finding in result_.findings] == [("TM513", 1, "removed"), ("TM513", 3, "elided")]
+    assert retried(req(Q, assistant(text("Hi.")), user(text("Again"))), MESSAGES.profile("anthropic"), Policy()) is None  # nothing to drop
+    assert retried(body, MESSAGES.profile("anthropic"), Policy(thinking="reject")) is None
+
+
+@pytest.mark.parametrize(("status", "message", "retries"), [
+    (400, REFUSAL, True),
+    (400, BOUND, True),
+    (400, "messages.1.content.0: Invalid `data` in `redacted_thinking` block", False),
+    (400, "messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01.", False),
+    (500, REFUSAL, False),
+])
+def test_only_a_400_refusing_a_signature_is_retried_and_only_by_messages(status: int, message: str, retries: bool) -> None:
+    error = refusal(message, status).content
+    drop, reject = Policy(), Policy(thinking="reject")
+    assert (MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), drop) is not None) == retries
+    assert MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), reject) is None
+    assert not MESSAGES.retries(status, reject)
+    for dialect in (CHAT, RESPONSES):
+        assert not dialect.retries(status, drop) and dialect.retry(status, error, LOOP, dialect.profile("openai"), drop) is None
+    assert MESSAGES.retry(400, b"Invalid `signature` in `thinking` block", LOOP, MESSAGES.profile("anthropic"), drop) is None  # not JSON
+
+
+# --- the request path --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message", [REFUSAL, BOUND], ids=["2025", "2026-09"])
+async def test_a_refused_signature_is_sent_again_without_thinking_and_the_client_gets_the_answer(upstream, caplog, message: str) -> None:
+    caplog.set_level(logging.INFO, logger="toolmend.access")
+    route = scripted(upstream, refusal(message), accepted())
+    client_bytes = orjson.dumps(LOOP)
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, content=client_bytes, headers=HEADERS)
+        metrics = (await proxy.client.get("/metrics")).text
+        remembered = await proxy.state.store.recall(f"{tenant_for()}/messages", [CALL_ID])
+    assert (response.status_code, response.json()) == (200, ANSWER)
+    first, again = sent(route)
+    assert first == client_bytes  # valid as far as toolmend can tell: the client's own bytes went first
+    retry = orjson.loads(again)
+    assert thinking_in(retry) == [] and "thinking" not in retry
+    assert retry["messages"] == [Q, assistant(text("Hello.")), user(text("Weather in Paris?")), assistant(use(ID_A)), user(result(ID_A))]
+    assert {key: value for key, value in retry.items() if key not in ("messages", "thinking")} == {
+        key: value for key, value in LOOP.items() if key not in ("messages", "thinking")}
+    assert [call.request.headers["authorization"] for call in route.calls] == [HEADERS["authorization"]] * 2
+    assert response.headers["x-toolmend-repairs"] == "TM513=2,TM510=1"
+    assert 'toolmend_repairs_total{profile="anthropic",rule="TM513"} 2.0' in metrics
+    assert 'toolmend_repairs_total{profile="anthropic",rule="TM510"} 1.0' in metrics
+    [record] = [r for r in caplog.records if r.name == "toolmend.access" and r.request["path"] == PATH]  # type: ignore[attr-defined]
+    assert " repairs=TM513=2,TM510=1 " in TextFormatter().format(record)
+    assert remembered[CALL_ID]["blocks"] == ANSWER["content"]  # the retry's answer is remembered as usual
+
+
+@pytest.mark.parametrize("policy", ["drop", "reject"])
+async def test_the_thinking_policy_decides_whether_the_refusal_is_retried_or_relayed(upstream, policy: str) -> None:
+    route = scripted(upstream, refusal(), accepted())
+    async with running_proxy(make_settings(thinking_policy=policy)) as proxy:
+        response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
+    if policy == "drop":
+        assert (response.status_code, route.call_count) == (200, 2)
+        return
+    assert (response.status_code, route.call_count) == (400, 1)
+    assert response.content == refusal().content and response.headers["request-id"] == "req_011CRefused"
+    assert "x-toolmend-repairs" not in response.headers
+
+
+@pytest.mark.parametrize("answer", [
+    refusal("messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01."),
+    refusal(status=401),
+    httpx.Response(400, content=b"Invalid `signature` in `thinking` block", headers={"content-type": "text/plain"}),
+    # Larger than toolmend reads (64 KB): relayed as it comes, the part read first.
+    httpx.Response(400, content=orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": REFUSAL},
+                                              "padding": "x" * 70_000}), headers={"content-type": "application/json"}),
+], ids=["other-text", "other-status", "not-json", "too-large"])
+async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstream, answer: httpx.Response) -> None:
+    route = scripted(upstream, answer, accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
+        assert (response.status_code, response.content, route.call_count) == (answer.status_code, answer.content, 1)
+        assert response.headers["content-type"] == answer.headers["content-type"]
+        assert "x-toolmend-repairs" not in response.headers
+        # The same request refused for its signature is retried: the bound and the match are what kept the others.
+        route.side_effect = [refusal(), accepted()]
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200
+    assert route.call_count == 3
+
+
+async def test_a_second_refusal_is_relayed_as_sent_after_exactly_two_calls(upstream) -> None:
+    again = refusal("messages.1.content.0: Invalid `signature` in `thinking` block (again)")
+    route = scripted(upstream, refusal(), again, accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
+    assert (response.status_code, response.content, route.call_count) == (400, again.content, 2)
+    assert response.headers["x-toolmend-repairs"] == "TM513=2,TM510=1"  # what was done, though it did not help
+
+
+async def test_a_streamed_request_is_retried_and_its_stream_relayed_and_remembered(upstream) -> None:
+    route = scripted(upstream, refusal(), streamed())
+    body = {**LOOP, "stream": True}
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=body, headers=HEADERS)
+        remembered = await proxy.state.store.recall(f"{tenant_for()}/messages", [CALL_ID])
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    assert b"event: message_stop" in response.content and response.headers["x-toolmend-repairs"] == "TM513=2,TM510=1"
+    retry = orjson.loads(sent(route)[1])
+    assert retry["stream"] is True and thinking_in(retry) == [] and "thinking" not in retry
+    assert remembered[CALL_ID]["blocks"] == ANSWER["content"]
+
+
+async def test_the_retry_starts_from_the_repaired_body_and_the_repairs_are_merged(upstream) -> None:
+    # The client's history needs a repair of its own first (an empty text block, TM504).
+    body = {**LOOP, "messages": [*LOOP["messages"][:3], assistant(FOREIGN, text(""), use(ID_A)), *LOOP["messages"][4:]]}
+    route = scripted(upstream, refusal(), accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=body, headers=HEADERS)
+        metrics = (await proxy.client.get("/metrics")).text
+    first, again = (orjson.loads(content) for content in sent(route))
+    assert first == LOOP  # repaired: the empty text went
+    assert orjson.loads(sent(route)[1])["messages"][3] == assistant(use(ID_A)) and "thinking" not in again
+    assert response.status_code == 200 and response.headers["x-toolmend-repairs"] == "TM504=1,TM513=2,TM510=1"
+    assert 'toolmend_repairs_total{profile="anthropic",rule="TM504"} 1.0' in metrics  # counted once, not again on the retry
+
+
+async def test_a_parallel_tool_turn_keeps_every_call_and_result(upstream) -> None:
+    body = req(Q, assistant(FOREIGN, text("Both."), use(ID_A), use(ID_B, "get_time")), user(result(ID_A), result(ID_B)), thinking=MANUAL)
+    route = scripted(upstream, refusal(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=body, headers=HEADERS)).status_code == 200
+    assert orjson.loads(sent(route)[1])["messages"] == [Q, assistant(text("Both."), use(ID_A), use(ID_B, "get_time")), user(result(ID_A), result(ID_B))]
