@@ -352,7 +352,8 @@ async def test_a_file_of_the_first_layout_is_migrated_on_open_and_every_turn_rec
     await store.remember("tenant-a", [turn("call_2", content="new")])  # numbered after the migrated turns
     assert await store.recall("tenant-a", ["call_1", "call_2"]) == {"call_1": turn("call_1", "call_2", content="a"),
                                                                     "call_2": turn("call_2", content="new")}
-    assert len(store) == 4  # the expired turn deleted by that batch, the new one added
+    # The new one added; the expired turn waits, never recalled, for the two written before it (deleted in write order).
+    assert len(store) == 5
     await store.close()
 
 
@@ -375,6 +376,44 @@ async def test_stores_opening_a_first_layout_file_at_once_migrate_it_once_and_lo
     for store in stores:
         await recalls_the_first_layout_turns(store)
         await store.close()
+
+
+# Version 2: today's tables, and an index of the turns by expiry time that cost a page of the WAL in every commit.
+VERSION_2 = """
+CREATE TABLE turns (seq INTEGER PRIMARY KEY, expires REAL NOT NULL, turn BLOB NOT NULL);
+CREATE INDEX turns_by_expiry ON turns (expires);
+CREATE TABLE calls (tenant TEXT NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, call_id)) WITHOUT ROWID;
+CREATE INDEX calls_by_turn ON calls (seq);
+CREATE TRIGGER turns_unreachable AFTER UPDATE OF seq ON calls
+    WHEN NOT EXISTS (SELECT 1 FROM calls WHERE seq = OLD.seq)
+    BEGIN DELETE FROM turns WHERE seq = OLD.seq; END;
+PRAGMA user_version = 2;
+"""
+
+
+async def test_a_file_of_version_2_loses_its_index_by_expiry_time_and_nothing_else(tmp_path: Path,
+                                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.executescript(VERSION_2)
+    db.executemany("INSERT INTO turns VALUES (?, ?, ?)", [(seq, expires, orjson.dumps(remembered))
+                                                          for _, seq, expires, remembered in FIRST_LAYOUT_TURNS])
+    db.executemany("INSERT INTO calls VALUES (?, ?, ?)", [(tenant, cid, seq) for tenant, seq, _, remembered in FIRST_LAYOUT_TURNS
+                                                          for cid in call_ids(remembered)])
+    db.close()
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=100, clock=Clock())
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        await recalls_the_first_layout_turns(store)
+    assert "migrated" in caplog.text and "from schema version 2 to 3" in caplog.text
+    assert schema_of(path) == (3, 4, 6)
+    db = sqlite3.connect(path)
+    assert [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")] == ["calls_by_turn"]
+    db.close()
+    await store.remember("tenant-b", [turn("call_1", content="b again")])  # numbered after the largest, 4
+    assert await store.recall("tenant-b", ["call_1"]) == {"call_1": turn("call_1", content="b again")}
+    assert seqs_in(path) == [1, 3, 4, 5]  # 2 left without ids; 3 (expired) waits for 1 and 2, written before it
+    await store.close()
 
 
 async def test_a_file_of_a_newer_schema_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
@@ -416,20 +455,100 @@ async def test_ids_pointed_at_a_newer_turn_recall_it_and_a_turn_left_without_ids
     await store.close()
 
 
-async def test_a_number_used_again_after_the_newest_turn_expired_does_not_recall_it_by_its_old_ids(tmp_path: Path) -> None:
-    # The newest turn can expire unseen: a batch written after the store was down for longer than the ttl.
+def seqs_in(path: Path) -> list[int]:
+    """The numbers of the turns in the file."""
+    db = sqlite3.connect(path)
+    try:
+        return [seq for (seq,) in db.execute("SELECT seq FROM turns ORDER BY seq")]
+    finally:
+        db.close()
+
+
+async def test_no_number_is_used_again_not_even_after_the_newest_turn_expired(tmp_path: Path) -> None:
+    # The newest turn can expire unseen: a batch written after the store was down for longer than the ttl. It stays in
+    # the file, so the next turn is numbered past it: no id can find a later turn under its old number.
     clock = Clock()
     path = tmp_path / "m.db"
     store = SqliteStore(str(path), ttl_seconds=60, max_entries=100, clock=clock)
     await store.remember("t", [turn("call_old")])
     clock.now += 61
-    await store.write([Write("t", [turn("call_late")], clock.now - 1)])  # deletes both turns
-    assert len(store) == 0
+    await store.write([Write("t", [turn("call_late")], clock.now - 1)])  # deletes the expired turn before it
+    assert seqs_in(path) == [2]
     await store.remember("t", [turn("call_new")])
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT seq FROM turns").fetchall() == [(1,)]  # call_old's number
-    db.close()
+    assert seqs_in(path) == [2, 3]
     assert list(await store.recall("t", ["call_old", "call_late", "call_new"])) == ["call_new"]
+    clock.now += 1
+    await store.remember("t", [turn("call_next")])  # the next deletion of expired turns: a newer one is there now
+    assert seqs_in(path) == [3, 4]
+    await store.close()
+
+
+async def test_expired_turns_are_deleted_in_write_order_up_to_the_first_unexpired_one(tmp_path: Path) -> None:
+    # No index by expiry time (a page of the WAL in every commit): turns expire nearly in the order they are written.
+    clock = Clock()
+    path = tmp_path / "m.db"
+    store = SqliteStore(str(path), ttl_seconds=10, max_entries=100, clock=clock)
+    await store.write([Write("t", [turn("call_1")], clock.now + 5), Write("t", [turn("call_2")], clock.now + 30),
+                       Write("t", [turn("call_3")], clock.now + 5), Write("t", [turn("call_4")], clock.now + 30)])
+    clock.now += 6
+    await store.remember("t", [turn("call_5")])  # due to delete what expired: 1 and 3
+    assert seqs_in(path) == [2, 3, 4, 5]  # 3 waits for 2, written before it
+    assert set(await store.recall("t", [f"call_{n}" for n in range(1, 6)])) == {"call_2", "call_4", "call_5"}
+    clock.now += 25
+    await store.remember("t", [turn("call_6")])
+    assert seqs_in(path) == [6]
+    await store.close()
+
+
+def traced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Spy: every statement run on the connections opened from now on."""
+    statements: list[str] = []
+    real = SqliteStore._open
+
+    def opened(store: SqliteStore, loop: bool = False):
+        db = real(store, loop)
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(SqliteStore, "_open", opened)
+    return statements
+
+
+def deletes_beyond_max_entries(statements: list[str]) -> int:
+    return sum(statement.startswith("DELETE FROM turns WHERE seq <=") for statement in statements)
+
+
+async def test_turns_beyond_max_entries_are_deleted_only_once_there_can_be_some_whichever_process_wrote_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two DELETE statements in every commit, though a file that is not full has nothing to delete.
+    path = tmp_path / "m.db"
+    statements = traced(monkeypatch)
+    one, other = (SqliteStore(str(path), ttl_seconds=60, max_entries=5, clock=Clock()) for _ in range(2))
+    for n in range(1, 4):
+        await one.remember("t", [turn(f"call_{n}")])
+    assert deletes_beyond_max_entries(statements) == 0
+    await other.remember("t", [turn(f"call_{n}") for n in range(4, 8)])  # another process: turns 1-2 go
+    assert seqs_in(path) == [3, 4, 5, 6, 7]
+    await one.remember("t", [turn("call_8")])  # this process's connection never saw them go: deletes from there
+    assert seqs_in(path) == [4, 5, 6, 7, 8] and len(one) == 5
+    assert set(await other.recall("t", [f"call_{n}" for n in range(1, 9)])) == {f"call_{n}" for n in range(4, 9)}
+    assert deletes_beyond_max_entries(statements) == 2
+    for store in (one, other):
+        await store.close()
+
+
+async def test_ids_remembered_again_keep_one_turn_and_look_for_turns_to_delete_once_per_max_entries_numbers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    statements = traced(monkeypatch)
+    store = SqliteStore(str(path), ttl_seconds=60, max_entries=3, clock=Clock())
+    for _ in range(9):
+        await store.remember("t", [turn("call_same")])
+    assert seqs_in(path) == [9]
+    assert deletes_beyond_max_entries(statements) == 2  # at 4 and at 7, which found the file held turns from 4, then 7
+    for n in range(10, 14):
+        await store.remember("t", [turn(f"call_{n}")])
+    assert seqs_in(path) == [11, 12, 13]  # the bound holds from there on
     await store.close()
 
 

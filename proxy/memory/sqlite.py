@@ -3,7 +3,7 @@
 The embedded default. The file is in WAL mode, so readers never wait for the writer. The group commit
 (``proxy.memory.groupcommit``) hands over batches, each committed in one transaction. A small batch (at most
 ``INLINE_TURNS`` turns, the usual one of an answer that ended alone) is committed on the event loop itself: a
-transaction of a few rows takes 50-200 us (more in a full file), and the hand-off to a thread and back cost
+transaction of a few rows takes 30-150 us (more in a full file), and the hand-off to a thread and back cost
 more than that, in CPU and in the time the answer waits (read your writes: chat JSON on one CPU served half the
 requests of ``memory://``). That connection never waits: it tries the
 write lock once (no busy timeout), and when another process holds it the batch goes to the writer thread. It
@@ -17,12 +17,13 @@ cut of the machine before the next checkpoint).
 
 Two tables. ``turns`` holds each turn once, under its number ``seq`` (the rowid); ``calls`` maps (tenant,
 call id) to that number, ``WITHOUT ROWID``, so a recall is one indexed query (a join) per ``RECALL_BATCH``
-ids. Turns are numbered as they are written (under the write lock, so across processes). Remembering a call
-id again points it at the new turn; a turn left with no id pointing at it can never be recalled again, and a
-trigger deletes it in that same statement (one indexed look-up, and only when an id moves), so re-remembering
-the same ids keeps one turn, not one per answer. A number is used again only after the newest turn expired,
-and a turn's ``calls`` rows are deleted in the transaction that deletes it, so no id can find a later turn
-under its old number (AUTOINCREMENT would rule out the reuse itself, for a page more in every commit: ~7 %).
+ids. Turns are numbered as they are written, by SQLite (one past the largest number in the table, under the
+write lock, so across processes). Remembering a call id again points it at the new turn; a turn left with no id
+pointing at it can never be recalled again, and a trigger deletes it in that same statement (one indexed
+look-up, and only when an id moves), so re-remembering the same ids keeps one turn, not one per answer. No
+number is used again: the newest turn is never deleted (expired, it stays, never returned, until a newer one
+is written), so the largest number only grows, as AUTOINCREMENT would have it without its page more in every
+commit (~7 %). A turn's ``calls`` rows are deleted in the transaction that deletes it.
 
 Why not one table: the first layout kept the whole turn (1-2 KB: a Responses turn carries its reasoning's
 ``encrypted_content``) in a ``WITHOUT ROWID`` row per call id, which SQLite moves to overflow pages: at least
@@ -31,20 +32,32 @@ a 4 KB page per call id. Responses turns of 1.6 KB with two ids each: 15,000 fil
 commit costs about a quarter less (in the 15,000-turn file 60-85 us against 80-115).
 
 The layout's version is the file's ``PRAGMA user_version``: ``SCHEMA_VERSION``, or 0 for the first layout
-(a ``calls`` table with a ``turn`` column). Opening a first-layout file migrates it in one transaction, under
-the write lock and with the version checked again inside it (every worker opens the file at once: one
-migrates, and the others wait for it, up to ``BUSY_TIMEOUT_MS``, past which the store counts as unavailable
-until they find it done), keeping every turn with its number, tenant, ids and the latest of its expiry
-times; then a ``VACUUM`` gives back the pages the old table left free (the 946 MB file above: 10 s, then
-1.5 s, to 217 MB), and the log says how many turns were kept. A file of a newer version, written by a newer
-toolmend, is never written to: ``StoreUnavailable`` says so.
+(a ``calls`` table with a ``turn`` column), or 2 for this one with an index of the turns by expiry time too,
+which cost a page of the WAL in every commit (one of the four a one-turn commit wrote): opening a version-2 file
+drops it (a 218 MB file: 9 ms; its pages go to the free list, for new turns). Opening a first-layout file
+migrates it in one transaction, under the write lock and with the version checked again inside it (every
+worker opens the file at once: one migrates, and the others wait for it, up to ``BUSY_TIMEOUT_MS``, past which
+the store counts as unavailable until they find it done), keeping every turn with its number, tenant, ids and
+the latest of its expiry times; then a ``VACUUM`` gives back the pages the old table left free (the 946 MB file
+above: 10 s, then 1.5 s, to 217 MB), and the log says how many turns were kept. A file of a newer version,
+written by a newer toolmend, is never written to: ``StoreUnavailable`` says so.
 
-Bounds: a turn expires ``ttl_seconds`` after it was last remembered (expired turns are never returned,
-and the writer deletes them at most once a second), and only the newest ``max_entries`` turns are kept:
-each batch deletes the oldest beyond that.
+Bounds: a turn expires ``ttl_seconds`` after it was last remembered, and only the newest ``max_entries`` turns
+are kept. Expired turns are never returned (a recall asks for unexpired ones), and the writer thread deletes
+them at most once a second, in write order: from the oldest turn up to the first unexpired one, without an index
+by expiry time. Turns expire nearly in the order they were written (every worker has the same ``ttl_seconds``,
+and remembers a turn a moment before its batch is written), but not where processes have different
+``ttl_seconds``, the clock stepped back, or in a migrated file: there an expired turn waits in the file, never
+returned, until the turns written before it expire too, or ``max_entries`` deletes it. The turns beyond
+``max_entries`` are deleted by the batch that adds them, which skips the two ``DELETE`` statements while the
+file cannot hold any: each connection knows a number no turn in the file is below (what it saw deleted stays
+deleted, as the numbers only grow), and deletes only once the newest turn is ``max_entries`` past it. A full
+file deletes in every batch, as before; one that holds fewer turns than numbers were used (ids remembered again
+replace their turns) looks at most once per ``max_entries`` numbers.
 
-Faults of the file itself are checked before every use of a connection (two ``stat`` calls), and raise
-``StoreUnavailable``, which the guard reports (log line, ``x-toolmend-memory: unavailable``, ``/readyz``):
+Faults of the file itself are checked before every use of a connection (an ``access`` and a ``stat`` call while
+the ``-shm`` file is writable), and raise ``StoreUnavailable``, which the guard reports (log line,
+``x-toolmend-memory: unavailable``, ``/readyz``):
 
 - the file was deleted or replaced under an open connection (which would otherwise go on writing to a file
   nobody can open again): the connection is closed, and the next use opens the file at the path afresh;
@@ -88,16 +101,16 @@ CHECKPOINT_EVERY = 300
 SLOW_COMMIT = 0.050
 SLOW_DISK_BACKOFF = 60.0
 
-#: ``PRAGMA user_version`` of the files this code writes (0: the first layout, or a new file).
-SCHEMA_VERSION = 2
+#: ``PRAGMA user_version`` of the files this code writes (0: the first layout, or a new file; 2: ``SCHEMA`` with
+#: ``turns_by_expiry``, an index of the turns by expiry time).
+SCHEMA_VERSION = 3
 
 SCHEMA = (
     """CREATE TABLE turns (
-        seq INTEGER PRIMARY KEY,  -- numbered in the order turns were written, across processes
+        seq INTEGER PRIMARY KEY,  -- numbered in the order turns were written, across processes; never used again
         expires REAL NOT NULL,
         turn BLOB NOT NULL
     )""",
-    "CREATE INDEX turns_by_expiry ON turns (expires)",
     """CREATE TABLE calls (
         tenant TEXT NOT NULL,
         call_id TEXT NOT NULL,
@@ -116,6 +129,17 @@ COPY_FIRST_LAYOUT = (
     "INSERT INTO calls (tenant, call_id, seq) SELECT tenant, call_id, seq FROM first_layout",
     "DROP TABLE first_layout",
 )
+#: A file of version 2 has ``SCHEMA`` and one index more, which a commit kept up to date for a page of the WAL more.
+FROM_VERSION_2 = ("DROP INDEX turns_by_expiry",)
+
+#: Seq NULL: SQLite numbers the turn one past the largest number in the table (under the write lock, so across
+#: processes), which is always the newest turn's, as the newest is never deleted (see ``_prune``).
+INSERT_TURN = "INSERT INTO turns (seq, expires, turn) VALUES (NULL, ?, ?)"
+POINT_CALLS = ("INSERT INTO calls (tenant, call_id, seq) VALUES (?, ?, ?) "
+               "ON CONFLICT (tenant, call_id) DO UPDATE SET seq = excluded.seq")
+#: The first turn ``_prune`` keeps: the first unexpired one in write order, else the newest.
+FIRST_KEPT = ("SELECT coalesce((SELECT seq FROM turns WHERE expires > ? ORDER BY seq LIMIT 1), "
+              "(SELECT max(seq) FROM turns))")
 
 
 class SqliteStore(GroupCommitStore):
@@ -182,34 +206,55 @@ class SqliteStore(GroupCommitStore):
         except (sqlite3.Error, StoreUnavailable) as error:  # the next one, or the writer's own, catches up
             log.warning("memory: checkpoint of %s failed: %s", self.path, error)
 
-    def _insert(self, batch: list[Write], db: sqlite3.Connection | None = None, prune: bool = True) -> None:
+    def _insert(self, batch: list[Write], db: "_Connection | None" = None, prune: bool = True) -> None:
         db = db if db is not None else self._connection()
         now = self.clock()
         db.execute("BEGIN IMMEDIATE")  # the write lock first: no other process numbers turns meanwhile
         try:
-            seq = db.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0]
-            turns, calls = [], []
-            for entry in batch:
-                for turn in entry.turns:
-                    ids = call_ids(turn)
-                    if ids:
-                        seq += 1
-                        turns.append((seq, entry.expires, orjson.dumps(turn)))
-                        calls += [(entry.tenant, cid, seq) for cid in ids]
-            # The turns first: an id of the batch that moves on to a later turn of the batch deletes the one it left.
-            db.executemany("INSERT INTO turns (seq, expires, turn) VALUES (?, ?, ?)", turns)
-            db.executemany("INSERT INTO calls (tenant, call_id, seq) VALUES (?, ?, ?) "
-                           "ON CONFLICT (tenant, call_id) DO UPDATE SET seq = excluded.seq", calls)
-            # A turn is deleted with its call ids: none may be left to find a later turn under its number.
-            db.execute("DELETE FROM calls WHERE seq <= ?", (seq - self.max_entries,))
-            db.execute("DELETE FROM turns WHERE seq <= ?", (seq - self.max_entries,))
+            newest = self._add(db, batch)
+            oldest = db.oldest if newest is None else self._keep_newest(db, newest)
             if prune and self.prune_due(now):
-                db.execute("DELETE FROM calls WHERE seq IN (SELECT seq FROM turns WHERE expires <= ?)", (now,))
-                db.execute("DELETE FROM turns WHERE expires <= ?", (now,))
+                self._prune(db, now)
             db.execute("COMMIT")
         except BaseException:
             _roll_back(db)
             raise
+        db.oldest = oldest  # once committed: a rolled back transaction deleted nothing
+
+    def _add(self, db: sqlite3.Connection, batch: list[Write]) -> int | None:
+        """Insert the turns of ``batch`` that have call ids and point their ids at them; the newest one's number."""
+        seq, calls = None, []
+        for entry in batch:
+            for turn in entry.turns:
+                ids = call_ids(turn)
+                if ids:
+                    seq = db.execute(INSERT_TURN, (entry.expires, orjson.dumps(turn))).lastrowid
+                    calls += [(entry.tenant, cid, seq) for cid in ids]
+        # The turns first: an id of the batch that moves on to a later turn of the batch deletes the one it left.
+        db.executemany(POINT_CALLS, calls)
+        return seq
+
+    def _keep_newest(self, db: "_Connection", newest: int) -> int:
+        """Delete the turns more than ``max_entries`` before ``newest``, if the file can hold any (its turns are
+        numbered from ``db.oldest`` on); return what the file's turns are numbered from then. A file that is not
+        full runs no ``DELETE``; a full one runs them in every commit."""
+        last_gone = newest - self.max_entries
+        if last_gone < db.oldest:
+            return db.oldest
+        # A turn is deleted with its call ids: none may be left pointing at a number no turn has.
+        db.execute("DELETE FROM calls WHERE seq <= ?", (last_gone,))
+        if db.execute("DELETE FROM turns WHERE seq <= ?", (last_gone,)).rowcount:
+            return last_gone + 1
+        return db.execute("SELECT min(seq) FROM turns").fetchone()[0]  # the ids moved on: fewer turns than numbers
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        """Delete the expired turns written before the first unexpired one (in write order, which is nearly the order
+        they expire in: see the module's docstring), with their call ids. Never the newest turn, expired or not: the
+        next number is one past it."""
+        first_kept = db.execute(FIRST_KEPT, (now,)).fetchone()[0]
+        if first_kept is not None:
+            db.execute("DELETE FROM calls WHERE seq < ?", (first_kept,))
+            db.execute("DELETE FROM turns WHERE seq < ?", (first_kept,))
 
     def _select(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         db = self._connection()
@@ -230,7 +275,7 @@ class SqliteStore(GroupCommitStore):
             found[cid] = by_seq[seq]
         return found
 
-    def _connection(self, slot: "_Slot | threading.local | None" = None) -> sqlite3.Connection:
+    def _connection(self, slot: "_Slot | threading.local | None" = None) -> "_Connection":
         """This thread's connection (or the event loop's, ``slot``), once the file checks out (see the module's
         docstring)."""
         slot = slot if slot is not None else self._local
@@ -258,7 +303,9 @@ class SqliteStore(GroupCommitStore):
 
     def _shm_writable(self) -> bool:
         shm = self.path + "-shm"
-        return not os.path.exists(shm) or os.access(shm, os.W_OK)
+        if os.access(shm, os.W_OK):  # the usual case, in one system call
+            return True
+        return not os.path.exists(shm) or os.access(shm, os.W_OK)  # absent; or created by another connection since
 
     def _discard(self, db: sqlite3.Connection | None, slot: "_Slot | threading.local") -> None:
         if db is None:
@@ -277,11 +324,12 @@ class SqliteStore(GroupCommitStore):
         for db in parked:
             db.close()
 
-    def _open(self, loop: bool = False) -> sqlite3.Connection:
+    def _open(self, loop: bool = False) -> "_Connection":
         directory = Path(self.path).parent
         if not directory.exists():
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False,
+                             factory=_Connection)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             current = self._version(db) == SCHEMA_VERSION  # checked first: a newer toolmend's file is left as it is
@@ -309,19 +357,20 @@ class SqliteStore(GroupCommitStore):
         return version
 
     def _create_or_migrate(self, db: sqlite3.Connection) -> None:
-        """Give a new file ``SCHEMA``, or migrate one of the first layout to it (see the module's docstring): once,
+        """Give a new file ``SCHEMA``, or migrate one of an earlier version to it (see the module's docstring): once,
         by whichever worker takes the write lock first."""
         db.execute("BEGIN IMMEDIATE")
         try:
-            if self._version(db) == SCHEMA_VERSION:
+            version = self._version(db)
+            if version == SCHEMA_VERSION:
                 db.execute("COMMIT")  # another worker did it meanwhile
                 return
-            first_layout = db.execute("SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'turn'").fetchone()[0]
-            steps = (*SET_ASIDE_FIRST_LAYOUT, *SCHEMA, *COPY_FIRST_LAYOUT) if first_layout else SCHEMA
-            for statement in steps:
+            first_layout = version == 0 and db.execute(
+                "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'turn'").fetchone()[0] > 0
+            for statement in _migration(version, first_layout):
                 db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            migrated = db.execute("SELECT count(*) FROM turns").fetchone()[0]
+            migrated = db.execute("SELECT count(*) FROM turns").fetchone()[0] if first_layout else 0
             db.execute("COMMIT")
         except BaseException:
             _roll_back(db)
@@ -330,6 +379,9 @@ class SqliteStore(GroupCommitStore):
             self._compact(db)
             log.info("memory: migrated %s to schema version %d (a row per turn, not per call id): %d turns kept, %.1f MB",
                      self.path, SCHEMA_VERSION, migrated, os.path.getsize(self.path) / 1e6)
+        elif version:
+            log.info("memory: migrated %s from schema version %d to %d (no index of the turns by expiry time)",
+                     self.path, version, SCHEMA_VERSION)
 
     def _compact(self, db: sqlite3.Connection) -> None:
         """Give back the pages the first layout's table left free: most of the file."""
@@ -353,11 +405,26 @@ class SqliteStore(GroupCommitStore):
                 _never_close(db)
 
 
+class _Connection(sqlite3.Connection):
+    """A connection to one file, and the least number a turn in that file can have."""
+
+    #: No turn of the file is numbered below this: numbers only grow (the newest turn is never deleted), so what a
+    #: connection saw deleted stays deleted, whichever process writes next. Turns are numbered from 1.
+    oldest = 1
+
+
 class _Slot:
     """Where a connection is kept, as ``threading.local`` keeps each thread's: the event loop's own."""
 
-    db: sqlite3.Connection | None = None
+    db: _Connection | None = None
     file: tuple[int, int] | None = None
+
+
+def _migration(version: int, first_layout: bool) -> tuple[str, ...]:
+    """The statements that bring a file of schema ``version`` (0: new, or of the first layout) to ``SCHEMA``."""
+    if version == 2:
+        return FROM_VERSION_2
+    return (*SET_ASIDE_FIRST_LAYOUT, *SCHEMA, *COPY_FIRST_LAYOUT) if first_layout else SCHEMA
 
 
 def _roll_back(db: sqlite3.Connection) -> None:
