@@ -107,14 +107,10 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
         return StreamRelay(upstream, headers, reader, remember_stream)
     chunks = aiter(async_stream(upstream))
     read: list[bytes] = []
-    size = 0
     try:
-        async for chunk in chunks:
-            read.append(chunk)
-            size += len(chunk)
-            if size > limit.max_bytes:
-                _gave_up(limit, "json")
-                return StreamRelay(upstream, headers, body=_chained(read, chunks))
+        if await _read_into(read, chunks, limit.max_bytes):
+            _gave_up(limit, "json")
+            return StreamRelay(upstream, headers, body=_chained(read, chunks))
     except httpx.HTTPError as exc:
         await upstream.aclose()
         return UpstreamError.from_httpx(exc).response()
@@ -157,19 +153,25 @@ async def peek(upstream: httpx.Response, limit: int) -> bytes | None:
     stream = async_stream(upstream)
     chunks = aiter(stream)
     read: list[bytes] = []
-    size = 0
     try:
-        async for chunk in chunks:
-            read.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                upstream.stream = _Replayed(read, stream, chunks, None)
-                return None
+        larger = await _read_into(read, chunks, limit)
     except httpx.HTTPError as exc:
         upstream.stream = _Replayed(read, stream, None, exc)
         return None
-    upstream.stream = _Replayed(read, stream, None, None)
-    return b"".join(read)
+    upstream.stream = _Replayed(read, stream, chunks if larger else None, None)
+    return None if larger else b"".join(read)
+
+
+async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], limit: int) -> bool:
+    """Append ``chunks`` to ``read`` until they end (False) or come to more than ``limit`` bytes (True: the rest is
+    left unread). An error reading them is raised with ``read`` holding what came before it."""
+    size = 0
+    async for chunk in chunks:
+        read.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return True
+    return False
 
 
 async def _chained(read: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
