@@ -69,8 +69,9 @@ SERVE_OPTIONS = (
     Option("profile", "auto", f"provider profile: auto (from the upstream's host), {', '.join(sorted(PROFILES))}"),
     Option("orphan_policy", "synthesize", f"unknown orphan tool results: {', '.join(ORPHAN_POLICIES)}"),
     Option("thinking_policy", "drop", "Anthropic thinking a repaired history needs but memory lacks, or whose signature the upstream "
-                                      "refused (drop sends the request without it, a refused one once more; reject refuses, or relays "
-                                      f"the refusal): {', '.join(THINKING_POLICIES)}"),
+                                      "refused, and Responses reasoning whose encrypted content the upstream could not verify (drop "
+                                      "sends the request without it, a refused one once more; reject refuses, or relays the refusal): "
+                                      f"{', '.join(THINKING_POLICIES)}"),
     Option("memory", "sqlite://$XDG_STATE_HOME/toolmend/memory.db",
            "tool-call memory store URL: sqlite:///path/file.db, redis://host:port/db, rediss://..., memory://"),
     Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),

@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-import respx
 
 from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
@@ -23,7 +22,8 @@ from proxy.repair import Policy
 from proxy.repair.catalog import describe
 from tests.support.messages_upstream import sse_events
 from tests.support.messages_validator import ServerState, violations
-from tests.support.proxy_fixtures import AUTH, UPSTREAM, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
+from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
+from tests.support.retries import scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
 from tests.test_messages_support import ID_A, ID_B, MANUAL, Q, assistant, req, result, text, thinking, use, user
 
 PATH = "/v1/messages"
@@ -62,20 +62,6 @@ def streamed() -> httpx.Response:
 
 def thinking_in(body: dict[str, Any]) -> list[Any]:
     return [block for message in body["messages"] for block in content_blocks(message) if is_thinking(block)]
-
-
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
-
-
-def scripted(upstream: respx.MockRouter, *answers: httpx.Response) -> respx.Route:
-    return upstream.post("/messages").mock(side_effect=list(answers))
-
-
-def sent(route: respx.Route) -> list[bytes]:
-    return [call.request.content for call in route.calls]
 
 
 # --- the rule ----------------------------------------------------------------------------------------------------
@@ -117,8 +103,9 @@ def test_only_a_400_refusing_a_signature_is_retried_and_only_by_messages(status:
     assert (MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), drop) is not None) == retries
     assert MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), reject) is None
     assert not MESSAGES.retries(status, reject)
-    for dialect in (CHAT, RESPONSES):
-        assert not dialect.retries(status, drop) and dialect.retry(status, error, LOOP, dialect.profile("openai"), drop) is None
+    assert not CHAT.retries(status, drop) and CHAT.retry(status, error, LOOP, CHAT.profile("openai"), drop) is None
+    # Responses reads a 400 too (RS-11, TM408), and knows no fix for this one.
+    assert RESPONSES.retry(status, error, LOOP, RESPONSES.profile("openai"), drop) is None
     assert MESSAGES.retry(400, b"Invalid `signature` in `thinking` block", LOOP, MESSAGES.profile("anthropic"), drop) is None  # not JSON
 
 
@@ -128,7 +115,7 @@ def test_only_a_400_refusing_a_signature_is_retried_and_only_by_messages(status:
 @pytest.mark.parametrize("message", [REFUSAL, BOUND], ids=["2025", "2026-09"])
 async def test_a_refused_signature_is_sent_again_without_thinking_and_the_client_gets_the_answer(upstream, caplog, message: str) -> None:
     caplog.set_level(logging.INFO, logger="toolmend.access")
-    route = scripted(upstream, refusal(message), accepted())
+    route = scripted(upstream, "/messages", refusal(message), accepted())
     client_bytes = orjson.dumps(LOOP)
     async with running_proxy() as proxy:
         response = await proxy.client.post(PATH, content=client_bytes, headers=HEADERS)
@@ -153,7 +140,7 @@ async def test_a_refused_signature_is_sent_again_without_thinking_and_the_client
 
 @pytest.mark.parametrize("policy", ["drop", "reject"])
 async def test_the_thinking_policy_decides_whether_the_refusal_is_retried_or_relayed(upstream, policy: str) -> None:
-    route = scripted(upstream, refusal(), accepted())
+    route = scripted(upstream, "/messages", refusal(), accepted())
     async with running_proxy(make_settings(thinking_policy=policy)) as proxy:
         response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
     if policy == "drop":
@@ -173,7 +160,7 @@ async def test_the_thinking_policy_decides_whether_the_refusal_is_retried_or_rel
                                               "padding": "x" * 70_000}), headers={"content-type": "application/json"}),
 ], ids=["other-text", "other-status", "not-json", "too-large"])
 async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstream, answer: httpx.Response) -> None:
-    route = scripted(upstream, answer, accepted())
+    route = scripted(upstream, "/messages", answer, accepted())
     async with running_proxy() as proxy:
         response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
         assert (response.status_code, response.content, route.call_count) == (answer.status_code, answer.content, 1)
@@ -187,7 +174,7 @@ async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstre
 
 async def test_a_second_refusal_is_relayed_as_sent_after_exactly_two_calls(upstream) -> None:
     again = refusal("messages.1.content.0: Invalid `signature` in `thinking` block (again)")
-    route = scripted(upstream, refusal(), again, accepted())
+    route = scripted(upstream, "/messages", refusal(), again, accepted())
     async with running_proxy() as proxy:
         response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
     assert (response.status_code, response.content, route.call_count) == (400, again.content, 2)
@@ -195,7 +182,7 @@ async def test_a_second_refusal_is_relayed_as_sent_after_exactly_two_calls(upstr
 
 
 async def test_a_streamed_request_is_retried_and_its_stream_relayed_and_remembered(upstream) -> None:
-    route = scripted(upstream, refusal(), streamed())
+    route = scripted(upstream, "/messages", refusal(), streamed())
     body = {**LOOP, "stream": True}
     async with running_proxy() as proxy:
         response = await proxy.client.post(PATH, json=body, headers=HEADERS)
@@ -210,7 +197,7 @@ async def test_a_streamed_request_is_retried_and_its_stream_relayed_and_remember
 async def test_the_retry_starts_from_the_repaired_body_and_the_repairs_are_merged(upstream) -> None:
     # The client's history needs a repair of its own first (an empty text block, TM504).
     body = {**LOOP, "messages": [*LOOP["messages"][:3], assistant(FOREIGN, text(""), use(ID_A)), *LOOP["messages"][4:]]}
-    route = scripted(upstream, refusal(), accepted())
+    route = scripted(upstream, "/messages", refusal(), accepted())
     async with running_proxy() as proxy:
         response = await proxy.client.post(PATH, json=body, headers=HEADERS)
         metrics = (await proxy.client.get("/metrics")).text
@@ -223,7 +210,7 @@ async def test_the_retry_starts_from_the_repaired_body_and_the_repairs_are_merge
 
 async def test_a_parallel_tool_turn_keeps_every_call_and_result(upstream) -> None:
     body = req(Q, assistant(FOREIGN, text("Both."), use(ID_A), use(ID_B, "get_time")), user(result(ID_A), result(ID_B)), thinking=MANUAL)
-    route = scripted(upstream, refusal(), accepted())
+    route = scripted(upstream, "/messages", refusal(), accepted())
     async with running_proxy() as proxy:
         assert (await proxy.client.post(PATH, json=body, headers=HEADERS)).status_code == 200
     assert orjson.loads(sent(route)[1])["messages"] == [Q, assistant(text("Both."), use(ID_A), use(ID_B, "get_time")), user(result(ID_A), result(ID_B))]

@@ -8,6 +8,8 @@ strict scripted reasoning-model upstream (``tests/support/responses_upstream.py`
 * An interrupted parallel turn, and a ``previous_response_id`` continuation that answers half a parallel turn,
   get a placeholder output of the unanswered call's family.
 * The other ``/v1/responses/...`` routes pass through untouched; refusals are OpenAI errors naming ``input[N]``.
+* Reasoning whose encrypted content the upstream cannot verify (RS-11: minted for another key) is left out and the
+  request sent once more (TM408, with TM405 for the ids of what that reasoning produced).
 * The Agents SDK's runs complete: multi-turn with function tools (a session store that forgets calls), handoffs
   whose input filters remove tool items, and a tool approval that was never given.
 """
@@ -299,6 +301,39 @@ def test_refusals_and_upstream_errors_are_openai_errors(upstream: tuple[str, Res
     invalid = httpx.post(proxy + "/v1/responses", content=b'{"input": [', headers={"content-type": "application/json"})
     assert invalid.status_code == 400
     assert set(invalid.json()["error"]) == {"message", "type", "param", "code"} and invalid.json()["error"]["code"] == "invalid_json"
+
+
+@pytest.mark.parametrize("variant", ["stored-encrypted-reasoning", "store-false"])
+def test_reasoning_minted_for_another_key_is_left_out_once_and_the_call_succeeds(wire: Wire, variant: str) -> None:
+    """RS-11: the strict upstream verifies encrypted content against the key it minted it for, and the client switched
+    keys (a Codex login to another organization) in the middle of its tool loop. toolmend cannot tell; the upstream
+    refuses once, toolmend sends the same request without the reasoning (and, stored, without the server ids of the
+    calls it produced, TM405: they would be looked up without it), and each way the client asks gets its answer."""
+    fields = VARIANTS[variant]
+    stored = fields.get("store") is not False
+    app, rec = make_responses_upstream(seed=41, verify_encrypted=True)
+    with serve(app) as url, serve(create_app(Settings(upstream=url + "/v1"))) as proxy:
+        for mode in MODES:
+            before = wire.client(proxy + "/v1", f"sk-org-a-{mode}-{variant}")
+            history = [user("Patch and check the weather")]
+            answer = ask(before, mode, model=MODEL, input=history, tools=TOOLS, **fields)
+            reasoning, *calls = kept(answer, ids=stored)
+            history += [reasoning, *calls, *outputs_for(answer)]
+            blob = reasoning["encrypted_content"]
+            refusal = (f"The encrypted content for item {reasoning['id']} could not be verified. Reason: Encrypted content could "
+                       "not be decrypted or parsed." if stored else f"The encrypted content {blob[:4]}...{blob[-4:]} could not be verified.")
+            refusals = refused_directly(url, rec, refusal, model=MODEL, input=history, tools=TOOLS, **fields)
+            after = wire.client(proxy + "/v1", f"sk-org-b-{mode}-{variant}")
+            final = ask(after, mode, model=MODEL, input=history, tools=TOOLS, **fields)
+            assert final.output_text == "Received 2 tool outputs."
+            assert wire.last.headers["x-toolmend-repairs"] == ("TM408=1,TM405=2" if stored else "TM408=1")
+            assert len(rec.rejections) == refusals + 1  # refused once through toolmend, then accepted
+            first, retried = rec.requests[-2:]
+            assert first.body_bytes == wire.last.sent  # the client's own bytes went first
+            without_ids = [{key: value for key, value in call.items() if key != "id"} for call in calls]
+            assert retried.json["input"] == [history[0], *without_ids, *outputs_for(answer)]
+            assert {key: value for key, value in retried.json.items() if key != "input"} == {
+                key: value for key, value in first.json.items() if key != "input"}
 
 
 # --------------------------------------------------------------------------------------------------

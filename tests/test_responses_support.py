@@ -176,6 +176,25 @@ def test_each_rule_with_its_status_and_exact_text(rule: str, history: Any, statu
                                                                "param": param, "code": code}})
 
 
+def test_a_server_that_verifies_encrypted_content_takes_back_only_what_it_minted_for_the_key() -> None:
+    """RS-11, off unless the state verifies: a blob minted for another key, or never minted, is refused, in the wording
+    naming the item when it has an id, else quoting the blob; a compaction item's blob is verified too."""
+    history = body(user(), rs(), fc("call_a"), out("call_a"), store=False)
+    assert violations(history, ServerState()) == []  # no verification: every blob passes
+    state = ServerState(encrypted={})
+    state.mint("gAAAAAB-blob", "Bearer sk-a")
+    assert violations(history, state, key="Bearer sk-a") == []
+    assert error_for(history, state, key="Bearer sk-b") == (400, {"error": {
+        "message": "The encrypted content gAAA...blob could not be verified.", "type": "invalid_request_error", "param": None,
+        "code": "invalid_encrypted_content"}})
+    state.remember("resp_1", [user()], [rs("rs_1"), fc("call_a", "fc_1")])
+    named = first_violation(body(user(), rs("rs_1"), fc("call_a", "fc_1"), out("call_a")), state, key="Bearer sk-b")
+    assert named is not None and (named.rule, named.index, named.message) == (
+        "RS-11", 1, "The encrypted content for item rs_1 could not be verified. Reason: Encrypted content could not be decrypted or parsed.")
+    compaction = first_violation(body({"type": "compaction", "encrypted_content": "gAAAA-elsewhere"}, user()), state, key="Bearer sk-a")
+    assert compaction is not None and (compaction.rule, compaction.index) == ("RS-11", 0)
+
+
 def test_repairs_of_the_catalogue_are_accepted() -> None:
     """docs/provider-rules.md section 5.3: stripping ids cures RS-4/RS-7; a synthetic output cures RS-1; dropping resent items cures RS-9."""
     state = stored()

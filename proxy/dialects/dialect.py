@@ -95,7 +95,8 @@ class Dialect(Protocol):
 
     def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
         """The body to send once more, to the same upstream, after it refused ``sent`` (what went upstream, parsed) with
-        ``status`` and the error body ``error`` (Messages: a thinking signature it would not take, AM-14), with what was
+        ``status`` and the error body ``error`` (Messages: a thinking signature it would not take, AM-14; Responses:
+        encrypted content it could not verify, RS-11), with what was
         changed by rule code; None to relay the refusal as the upstream sent it. Asked once per request."""
         ...
 
@@ -124,6 +125,19 @@ class ListHistory:
 
     def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
         return None
+
+
+def encoded(result: Result | None) -> tuple[bytes, Counter[str]] | None:
+    """What ``Dialect.retry`` answers for the body a dialect's rules made of a refused request: that body encoded, with
+    what was changed by rule code; None when there is none, or when it nests too deep to encode again (the refusal then
+    goes to the client)."""
+    if result is None:
+        return None
+    try:
+        body = orjson.dumps(result.body)
+    except orjson.JSONEncodeError:
+        return None
+    return body, Counter(finding.code for finding in result.findings)
 
 
 def viewed(recalled: Recalled, dialect: DialectName, view_turn: Callable[[Turn], Turn]) -> dict[str, Turn]:

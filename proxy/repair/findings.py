@@ -9,7 +9,8 @@ OrphanPolicy = Literal["synthesize", "drop", "reject"]
 ORPHAN_POLICIES: tuple[OrphanPolicy, ...] = ("synthesize", "drop", "reject")
 #: What to do when a repaired Anthropic history would need a thinking block memory does not hold (AM-9): turn
 #: ``thinking`` off for that one request, or refuse it; and when the upstream refuses a thinking block's signature
-#: (AM-14): send the request once more without its thinking, or relay the refusal. Thinking is never made up.
+#: (AM-14), or a Responses upstream cannot verify the encrypted content of reasoning items (RS-11): send the request
+#: once more without that thinking or reasoning, or relay the refusal. Thinking and reasoning are never made up.
 ThinkingPolicy = Literal["drop", "reject"]
 THINKING_POLICIES: tuple[ThinkingPolicy, ...] = ("drop", "reject")
 

@@ -18,7 +18,10 @@ Ids as OpenAI's: ``resp_``/``rs_``/``fc_``/``ctc_``/``msg_`` + 50 hex digits, ca
 Reasoning items carry ``encrypted_content`` (an opaque blob, deterministic for a seed and unique per item) when
 ``include`` asks for ``reasoning.encrypted_content`` *or* ``store`` is false: the include is what OpenAI documents,
 and a stateless client (``store: false``) that forgot it could not replay its reasoning at all, which would only
-test the client. Otherwise the key is absent.
+test the client. Otherwise the key is absent. With ``verify_encrypted`` the upstream verifies it as OpenAI does: a
+reasoning or compaction item whose ``encrypted_content`` this upstream did not mint for the request's API key (the
+``authorization`` header: another organization or key, or a corrupted blob) is refused (RS-11, 400
+``invalid_encrypted_content``).
 
 A response is stored unless ``store`` is false: its items (so later requests may carry their ids or
 ``item_reference`` them), which reasoning item each one needs (RS-4/RS-5), and its history for
@@ -84,7 +87,8 @@ class ResponsesRecorder(Recorder):
     apart), ``emitted_turns`` holding per answer with calls its whole output (reasoning and calls, the ``.done``
     items when streamed), ``responses`` the response objects answered, ``rejections`` the error bodies.
     ``state`` is what the server stored (:class:`~responses_validator.ServerState`); ``stored`` the stored
-    response objects by id. :meth:`reset` forgets everything, the stored responses too.
+    response objects by id. :meth:`reset` forgets everything, the stored responses and minted blobs too (an upstream
+    that verifies encrypted content goes on verifying it).
     """
 
     state: ServerState = field(default_factory=ServerState)
@@ -93,7 +97,7 @@ class ResponsesRecorder(Recorder):
     def reset(self) -> None:
         super().reset()
         with self._lock:
-            self.state = ServerState()
+            self.state = ServerState(encrypted=None if self.state.encrypted is None else {})
             self.stored.clear()
 
 
@@ -136,19 +140,20 @@ def _usage(prompt_bytes: int, output: list[dict]) -> dict:
 
 
 def make_responses_upstream(*, parallel_calls: int = 2, seed: int | None = None, stream_pieces: int = 4,
-                            profile: str = "openai") -> tuple[Starlette, ResponsesRecorder]:
+                            profile: str = "openai", verify_encrypted: bool = False) -> tuple[Starlette, ResponsesRecorder]:
     """A strict Responses provider app and its recorder.
 
     ``parallel_calls``: default number of parallel calls (header ``x-test-parallel-calls`` overrides). ``seed``:
     seeds ids, blobs and obfuscation (ids stay unique per app either way). ``stream_pieces``: into how many deltas
     each argument / input / text is split when streaming. ``profile``: the validator profile (``openai``,
-    ``deepseek``: RS-17, ``kimi``: RS-18); the answers are the same.
+    ``deepseek``: RS-17, ``kimi``: RS-18); the answers are the same. ``verify_encrypted``: encrypted content is only
+    taken back with the API key it was minted for (RS-11).
     """
     if parallel_calls < 1:
         raise ValueError("parallel_calls must be >= 1")
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
-    recorder = ResponsesRecorder()
+    recorder = ResponsesRecorder(state=ServerState(encrypted={} if verify_encrypted else None))
     rng = random.Random(seed)
     salt = str(seed)
     issued: set[str] = set()
@@ -166,12 +171,13 @@ def make_responses_upstream(*, parallel_calls: int = 2, seed: int | None = None,
         digest = b"".join(hashlib.sha256(f"{salt}:{item_id}:{phase}:{k}".encode()).digest() for k in range(4))
         return "gAAAAA" + base64.urlsafe_b64encode(digest).decode()
 
-    def script(body: dict, conversation: list[dict], n_calls: int) -> list[dict]:
-        """The output items of the scripted reasoning model (called under ``lock``)."""
+    def script(body: dict, conversation: list[dict], n_calls: int, key: str | None) -> list[dict]:
+        """The output items of the scripted reasoning model (called under ``lock``), its blobs minted for ``key``."""
         reasoning: dict[str, Any] = {"id": fresh("rs_", _HEX, 50), "type": "reasoning"}
         include = body.get("include")
         if body.get("store") is False or (isinstance(include, list) and "reasoning.encrypted_content" in include):
             reasoning["encrypted_content"] = blob(reasoning["id"], "done")
+            recorder.state.mint(reasoning["encrypted_content"], key)
         reasoning["summary"] = []
         last = conversation[-1] if conversation else {}
         tools = body.get("tools")
@@ -229,11 +235,12 @@ def make_responses_upstream(*, parallel_calls: int = 2, seed: int | None = None,
             n_calls = int(header) if header.isdigit() else 0
             if n_calls < 1:
                 return _error(400, f"{PARALLEL_HEADER} must be an integer >= 1, got {header!r}.")
+        key = request.headers.get("authorization")
         with lock:
-            rejected = error_for(parsed, recorder.state, profile)
+            rejected = error_for(parsed, recorder.state, profile, key)
             if rejected is None:
                 conversation = resolve(parsed, recorder.state)
-                output = script(parsed, conversation, n_calls)
+                output = script(parsed, conversation, n_calls, key)
                 response_id = fresh("resp_", _HEX, 50)
         if rejected is not None:
             status, error = rejected

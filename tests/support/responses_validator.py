@@ -1,6 +1,7 @@
 """A strict OpenAI Responses provider's request validator (``POST /v1/responses``), as a pure function.
 
-It implements the Responses rules of the catalogue (RS-1 .. RS-18): every violation names its rule id and carries
+It implements the Responses rules of the catalogue (RS-1 .. RS-18; RS-11 only for a server that verifies encrypted
+content, see :class:`ServerState`): every violation names its rule id and carries
 the provider's error text with the real ids and ``input`` indexes substituted, and :func:`error_for` turns the
 first one into ``(HTTP status, error body)``. Where a rule has no quoted text (the call families other than
 ``function_call`` and ``custom_tool_call``, RS-13's code, RS-15) the text is built from the same validator family
@@ -18,7 +19,8 @@ checks the sequence; inside each phase in ``input`` order:
 
     shape     RS-14 id/call_id > 64, RS-13 id characters, RS-12 id prefix, RS-15 output without call_id
     lookup    RS-10 unknown previous_response_id; RS-7 (404) any server id under store:false, RS-8 (404) unknown
-              id, RS-9 duplicate id (twice in input, or already in the previous response's history)
+              id, RS-9 duplicate id (twice in input, or already in the previous response's history); then RS-11
+              encrypted content the server did not mint for the request's key (when it verifies it)
     identity  RS-4/RS-5 stored fc_/msg_ item without its reasoning item earlier in the conversation, RS-6 reasoning
               not followed by the item it produced
     pairing   RS-1 (function_call), RS-2 (custom_tool_call and the other call families) unanswered call,
@@ -70,12 +72,21 @@ class ServerState:
     ``items``: every stored output item by its id. ``reasoning_of``: for a stored item that followed a reasoning
     item in its response (``fc_``, ``ctc_``, ``msg_``), the ``rs_`` id of that reasoning item (RS-4, RS-5).
     ``histories``: per stored response id, the conversation it ended (its context, then its output), which is what
-    a later ``previous_response_id`` expands to.
+    a later ``previous_response_id`` expands to. ``encrypted``: None for a server that does not verify encrypted
+    content (RS-11 never found); else every ``encrypted_content`` it minted (stored or not) with the API key it was
+    minted for (None: any key), and a reasoning or compaction item carrying any other, or one minted for another
+    key, is RS-11.
     """
 
     items: dict[str, dict] = field(default_factory=dict)
     reasoning_of: dict[str, str] = field(default_factory=dict)
     histories: dict[str, list[dict]] = field(default_factory=dict)
+    encrypted: dict[str, str | None] | None = None
+
+    def mint(self, blob: str, key: str | None = None) -> None:
+        """Note encrypted content this server made, for ``key`` (verified only by a server that verifies)."""
+        if self.encrypted is not None:
+            self.encrypted[blob] = key
 
     def remember(self, response_id: str, context: list[dict], output: list[dict]) -> None:
         """Store one response: its output items, which reasoning each one needs, and its whole history."""
@@ -290,6 +301,36 @@ def _lookups(body: dict, state: ServerState) -> list[Violation]:
     return out
 
 
+_UNMINTED = object()
+
+
+def _rs11_unverified(n: int, item: dict) -> Violation:
+    """RS-11: encrypted content the server cannot verify (another organization or key, corrupted). The wording that
+    names the item for an item with an id, else the one quoting the blob (shortened as the catalogue shows it)."""
+    blob = item["encrypted_content"]
+    item_id = item.get("id")
+    if isinstance(item_id, str):
+        text = (f"The encrypted content for item {item_id} could not be verified. Reason: Encrypted content could not be "
+                "decrypted or parsed.")
+    else:
+        text = f"The encrypted content {blob[:4]}...{blob[-4:]} could not be verified."
+    return Violation("RS-11", text, None, n, "invalid_encrypted_content")
+
+
+def _encrypted(body: dict, state: ServerState, key: str | None) -> list[Violation]:
+    if state.encrypted is None:
+        return []
+    out = []
+    for n, item in enumerate(_input(body)):
+        blob = item.get("encrypted_content") if isinstance(item, dict) and _kind(item) in ("reasoning", "compaction") else None
+        if not isinstance(blob, str):
+            continue
+        minted = state.encrypted.get(blob, _UNMINTED)
+        if minted is _UNMINTED or (minted is not None and minted != key):
+            out.append(_rs11_unverified(n, item))
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # identity: RS-4, RS-5, RS-6
 # --------------------------------------------------------------------------------------------------
@@ -446,9 +487,10 @@ _ADJACENCY: dict[str, Callable[[list[Any]], list[Violation]]] = {"deepseek": _rs
 # --------------------------------------------------------------------------------------------------
 
 
-def violations(body: Any, state: ServerState | None = None, profile: str = "openai") -> list[Violation]:
+def violations(body: Any, state: ServerState | None = None, profile: str = "openai", key: str | None = None) -> list[Violation]:
     """All violations of a ``/v1/responses`` request body, in the order the server would find them (first = its
-    answer). ``state``: what the server stored (empty when None). ``profile``: one of :data:`PROFILES`."""
+    answer). ``state``: what the server stored (empty when None). ``profile``: one of :data:`PROFILES`. ``key``: the
+    API key the request came with (what encrypted content is verified against, RS-11)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     base = _base(body)
@@ -463,12 +505,12 @@ def violations(body: Any, state: ServerState | None = None, profile: str = "open
     if any(v.rule == "RS-10" for v in lookups):
         return shape + lookups
     conversation = _conversation(body, state)
-    return shape + lookups + _identity(conversation, state) + _pairing(conversation)
+    return shape + lookups + _encrypted(body, state, key) + _identity(conversation, state) + _pairing(conversation)
 
 
-def first_violation(body: Any, state: ServerState | None = None, profile: str = "openai") -> Violation | None:
+def first_violation(body: Any, state: ServerState | None = None, profile: str = "openai", key: str | None = None) -> Violation | None:
     """The violation the server answers for ``body`` (None when it accepts the request)."""
-    found = violations(body, state, profile)
+    found = violations(body, state, profile, key)
     return found[0] if found else None
 
 
@@ -477,12 +519,12 @@ def status_of(violation: Violation) -> int:
     return 404 if violation.rule in _NOT_FOUND else 400
 
 
-def error_for(body: Any, state: ServerState | None = None, profile: str = "openai") -> tuple[int, dict] | None:
+def error_for(body: Any, state: ServerState | None = None, profile: str = "openai", key: str | None = None) -> tuple[int, dict] | None:
     """``(HTTP status, error body)`` the server answers for ``body``, or None when it is valid.
 
     The body is ``{"error": {"message", "type", "param", "code"}}``; DeepSeek's has ``param: null`` and
     ``code: "invalid_request_error"`` (the violation carries them)."""
-    v = first_violation(body, state, profile)
+    v = first_violation(body, state, profile, key)
     if v is None:
         return None
     return status_of(v), {"error": {"message": v.message, "type": "invalid_request_error", "param": v.param, "code": v.code}}

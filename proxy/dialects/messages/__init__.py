@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from proxy.dialects.dialect import ListHistory, rejection
+from proxy.dialects.dialect import ListHistory, encoded, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
@@ -61,14 +61,7 @@ class MessagesDialect(ListHistory):
         """On a refused thinking signature, ``sent`` without its thinking (TM513), once more (AM-14)."""
         if not self.retries(status, policy) or not refused_signature.refused(status, error):
             return None
-        result = retried(sent, profile, policy)
-        if result is None:
-            return None
-        try:
-            body = orjson.dumps(result.body)
-        except orjson.JSONEncodeError:  # too deep to encode again: the refusal goes to the client
-            return None
-        return body, Counter(finding.code for finding in result.findings)
+        return encoded(retried(sent, profile, policy))
 
 
 MESSAGES = MessagesDialect()

@@ -3,19 +3,23 @@
 ``items.py`` holds the call families and their outputs, ``capture.py`` reads answers into remembered turns
 (every output item of a response, reasoning included), ``view.py`` reads the input into the engine's view
 and writes it back, ``check.py`` is the fast path, ``plan.py`` runs the structural rules and then the
-Responses rules of ``rules/``; ``profiles.py`` says where outputs must stand. Errors are OpenAI's.
+Responses rules of ``rules/``; ``profiles.py`` says where outputs must stand. Errors are OpenAI's. A 400 saying the
+encrypted content of some reasoning could not be verified (RS-11) is answered by sending the request again without
+its reasoning (``rules/refused_reasoning.py``, ``plan.retried``), under thinking policy ``drop``.
 """
 
+from collections import Counter
 from typing import Any
 
 from starlette.responses import Response
 
-from proxy.dialects.dialect import ListHistory, rejection
+from proxy.dialects.dialect import ListHistory, encoded, rejection
 from proxy.dialects.responses.capture import CAPTURE
-from proxy.dialects.responses.plan import ResponsesPlan, plan
+from proxy.dialects.responses.plan import ResponsesPlan, plan, retried
 from proxy.dialects.responses.profiles import responses_profile
+from proxy.dialects.responses.rules import refused_reasoning
 from proxy.errors import error_response
-from proxy.repair import Finding, Profile
+from proxy.repair import Finding, Policy, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -34,6 +38,16 @@ class ResponsesDialect(ListHistory):
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, error_response, f"input[{finding.index}]", f"input[{finding.index}]")
+
+    def retries(self, status: int, policy: Policy) -> bool:
+        """A 400 may refuse encrypted content (RS-11); the thinking policy says whether to drop the reasoning."""
+        return status == refused_reasoning.STATUS and policy.thinking == "drop"
+
+    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
+        """On encrypted content the upstream could not verify, ``sent`` without its reasoning (TM408), once more (RS-11)."""
+        if not self.retries(status, policy) or not refused_reasoning.refused(status, error):
+            return None
+        return encoded(retried(sent, profile, policy))
 
 
 RESPONSES = ResponsesDialect()

@@ -5,6 +5,10 @@
 dialect shares with the remembered turns in hand, writes the view back into items, runs the other Responses
 rules over those items, and answers with the request body holding the new input. Every finding names the
 position of the item as the client sent it.
+
+``retried`` answers the upstream rather than the client: when it could not verify the encrypted content of some
+reasoning (RS-11), what was sent goes through TM408, TM405 and TM406 (``RETRY_RULES``) to be sent once more; its
+findings name positions in that body.
 """
 
 from dataclasses import dataclass
@@ -13,7 +17,7 @@ from typing import Any
 from proxy.dialects.dialect import viewed
 from proxy.dialects.responses.check import inspect
 from proxy.dialects.responses.items import call_id_of, is_call, is_output
-from proxy.dialects.responses.rules import AFTER_VIEW, previous_response_items
+from proxy.dialects.responses.rules import AFTER_VIEW, dangling_reasoning, previous_response_items, reasoning_required, refused_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import read, view_turn, write
 from proxy.repair.context import Context, Recalled
@@ -70,6 +74,26 @@ def _as_sent(origin: dict[int, int], items: list[Any], resent: Context) -> dict[
     """``origin`` (positions in ``items``, what TM401 left) as positions in the input the client sent."""
     sent = [resent.index_of(item) for item in items]
     return {key: sent[index] for key, index in origin.items()}
+
+
+#: What a body the upstream refused for its reasoning's encrypted content goes through before it is sent again: TM408
+#: removes every reasoning item that carries encrypted content, TM405 deletes the server id of each item whose reasoning
+#: that removed (the input as sent says which, ``refused_reasoning.made_with``), TM406 drops reasoning left with nothing
+#: it produced (a safety net: the request was checked for that before it was sent).
+RETRY_RULES: tuple[RepairRule, ...] = (refused_reasoning, reasoning_required, dangling_reasoning)
+
+
+def retried(body: dict[str, Any], profile: Profile, policy: Policy) -> Result | None:
+    """The body to send once more after the upstream could not verify encrypted content in ``body`` (what was sent:
+    the repaired body, or the client's), with the findings; None when there was no reasoning with encrypted content to
+    remove, or under thinking policy ``reject`` (the refusal then goes to the client)."""
+    items = body.get("input")
+    if policy.thinking != "drop" or type(items) is not list:
+        return None
+    ctx = Context(list(items), body.get("tools"), refused_reasoning.made_with(items), policy, profile, request=body)
+    if refused(ctx, RETRY_RULES) or not any(finding.code == refused_reasoning.RULE.code for finding in ctx.findings):
+        return None
+    return Result({**body, "input": ctx.messages}, tuple(ctx.findings))
 
 
 def plan(body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:

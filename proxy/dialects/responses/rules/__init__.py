@@ -17,7 +17,8 @@ from proxy.dialects.responses.rules import (
 )
 from proxy.repair.rule import RepairRule
 
-#: Every Responses rule, as the catalogue lists them.
+#: Every Responses rule, as the catalogue lists them. TM408 (``refused_reasoning.py``) runs on no request as the
+#: client sent it, only on the upstream's refusal of encrypted content it could not verify (``plan.retried``).
 ITEM_RULES: tuple[RepairRule, ...] = (
     previous_response_items,
     previous_response_unanswered,
