@@ -67,6 +67,7 @@ OPENAI_HEADERS = ("Authorization: Bearer sk-bench",)
 ANTHROPIC_HEADERS = ("x-api-key: sk-bench", "anthropic-version: 2023-06-01")
 TOOL = "get_weather"  # the call in every answer of the mock (bench/mock/mock.lua)
 REPAIRS_HEADER = "x-toolmend-repairs"
+MEMORY_HEADER = "x-toolmend-memory"
 
 
 def sse_frames(data: bytes) -> list[tuple[str | None, str]]:
@@ -249,6 +250,10 @@ def check_answers(port: int, scenarios: list[Scenario]) -> str | None:
         reason = scenario.check(data)
         if reason is not None:
             return f"{scenario.name}: {reason}"
+    # A store that failed the answers above says so from the next one on: measured, it would remember nothing
+    # (an older checkout on a file a newer one migrated, say).
+    if scenarios and (memory := post(port, scenarios[0])[1].get(MEMORY_HEADER)):
+        return f"its memory store is unavailable ({MEMORY_HEADER}: {memory}): it would be measured remembering nothing"
     return None
 
 
