@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from proxy.dialects import refusal
 from proxy.dialects.dialect import ListHistory, encoded, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
@@ -55,7 +56,7 @@ class MessagesDialect(ListHistory):
 
     def retries(self, status: int, policy: Policy) -> bool:
         """A 400 may refuse a thinking signature (AM-14); the thinking policy says whether to drop the thinking."""
-        return status == refused_signature.STATUS and policy.thinking == "drop"
+        return status == refusal.STATUS and policy.thinking == "drop"
 
     def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
         """On a refused thinking signature, ``sent`` without its thinking (TM513), once more (AM-14)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from proxy.dialects import refusal
 from proxy.dialects.dialect import ListHistory, encoded, rejection
 from proxy.dialects.responses.capture import CAPTURE
 from proxy.dialects.responses.plan import ResponsesPlan, plan, retried
@@ -41,7 +42,7 @@ class ResponsesDialect(ListHistory):
 
     def retries(self, status: int, policy: Policy) -> bool:
         """A 400 may refuse encrypted content (RS-11); the thinking policy says whether to drop the reasoning."""
-        return status == refused_reasoning.STATUS and policy.thinking == "drop"
+        return status == refusal.STATUS and policy.thinking == "drop"
 
     def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
         """On encrypted content the upstream could not verify, ``sent`` without its reasoning (TM408), once more (RS-11)."""

@@ -34,17 +34,14 @@ Good:
 
 from typing import Any
 
-import orjson
-
 from proxy.dialects.messages.blocks import TEXT, is_thinking
 from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
+from proxy.dialects.refusal import error_object
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM513", "refused-signature", ("AM-14",))
 
-#: The status of the refusal.
-STATUS = 400
 #: The part of the refusal's message both wordings share (the 2026-09 one goes on after it).
 REFUSAL = "Invalid `signature` in `thinking` block"
 #: What an assistant message that held nothing but thinking says instead (Plexus's and claude-code-hub's words).
@@ -53,14 +50,8 @@ ELIDED = "[reasoning elided]"
 
 def refused(status: int, error: bytes) -> bool:
     """Whether an upstream's answer is this refusal: status 400, and a JSON error whose ``error.message`` says so."""
-    if status != STATUS:
-        return False
-    try:
-        parsed = orjson.loads(error)
-    except orjson.JSONDecodeError:
-        return False
-    detail = parsed.get("error") if type(parsed) is dict else None
-    message = detail.get("message") if type(detail) is dict else None
+    detail = error_object(status, error)
+    message = detail.get("message") if detail is not None else None
     return type(message) is str and REFUSAL in message
 
 

@@ -39,8 +39,7 @@ Good:
 import re
 from typing import Any
 
-import orjson
-
+from proxy.dialects.refusal import error_object
 from proxy.dialects.responses.items import recall_key
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -48,8 +47,6 @@ from proxy.turns import Turn
 
 RULE = Rule("TM408", "refused-reasoning", ("RS-11",))
 
-#: The status of the refusal.
-STATUS = 400
 #: Its error code.
 CODE = "invalid_encrypted_content"
 #: What both wordings of its message say (compared in lower case), for an error that comes without the code.
@@ -64,14 +61,8 @@ def refused(status: int, error: bytes) -> bool:
     """Whether an upstream's answer is this refusal: status 400, and an OpenAI error whose ``error.code`` is
     ``invalid_encrypted_content`` or whose ``error.message`` says the encrypted content could not be verified, not
     naming a compaction item."""
-    if status != STATUS:
-        return False
-    try:
-        parsed = orjson.loads(error)
-    except orjson.JSONDecodeError:
-        return False
-    detail = parsed.get("error") if type(parsed) is dict else None
-    if type(detail) is not dict:
+    detail = error_object(status, error)
+    if detail is None:
         return False
     message = detail.get("message")
     said = type(message) is str and all(words in message.lower() for words in SAYS)
