@@ -9,11 +9,13 @@ errors. The structural rules themselves are written once, over the neutral view 
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
 from starlette.responses import Response
 
+from proxy.dialects import refusal
 from proxy.dialects.capture import Capture
 from proxy.errors import Render
 from proxy.repair.context import Recalled
@@ -101,13 +103,24 @@ class Dialect(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RefusalFix:
+    """A dialect's fix for one kind of upstream refusal (AM-14, RS-11), used under thinking policy ``drop``:
+    whether an answer's status and error body are that refusal, and what was sent with what it cannot take left out
+    (None: nothing to leave out)."""
+
+    refused: Callable[[int, bytes], bool]
+    retried: Callable[[dict[str, Any], Profile, Policy], Result | None]
+
+
 class ListHistory:
     """What the dialects share: a history that is a list under ``history_key``, one endpoint, invalid JSON refused
-    as sent and upstream refusals relayed as sent (a dialect with a known fix for some invalid bodies overrides
-    ``mend``, one with a fix for some refusals ``retries`` and ``retry``)."""
+    as sent, and upstream refusals relayed as sent unless the dialect names a ``refusal_fix`` (a dialect with a known
+    fix for some invalid bodies overrides ``mend``)."""
 
     history_key: str
     path: str
+    refusal_fix: RefusalFix | None = None
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -121,13 +134,16 @@ class ListHistory:
         return None
 
     def retries(self, status: int, policy: Policy) -> bool:
-        return False
+        return self.refusal_fix is not None and status == refusal.STATUS and policy.thinking == "drop"
 
     def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
-        return None
+        fix = self.refusal_fix
+        if fix is None or not self.retries(status, policy) or not fix.refused(status, error):
+            return None
+        return _encoded(fix.retried(sent, profile, policy))
 
 
-def encoded(result: Result | None) -> tuple[bytes, Counter[str]] | None:
+def _encoded(result: Result | None) -> tuple[bytes, Counter[str]] | None:
     """What ``Dialect.retry`` answers for the body a dialect's rules made of a refused request: that body encoded, with
     what was changed by rule code; None when there is none, or when it nests too deep to encode again (the refusal then
     goes to the client)."""

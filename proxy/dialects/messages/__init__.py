@@ -15,15 +15,14 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from proxy.dialects import refusal
-from proxy.dialects.dialect import ListHistory, encoded, rejection
+from proxy.dialects.dialect import ListHistory, RefusalFix, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
 from proxy.dialects.messages.plan import MessagesPlan, plan, retried
 from proxy.dialects.messages.profiles import messages_profile
 from proxy.dialects.messages.rules import refused_signature
-from proxy.repair import Finding, Policy, Profile
+from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -35,6 +34,8 @@ class MessagesDialect(ListHistory):
     paths = ("/messages", "/messages/count_tokens")
     history_key = "messages"
     capture = CAPTURE
+    #: A 400 refusing a thinking signature (AM-14): sent once more without its thinking (TM513).
+    refusal_fix = RefusalFix(refused_signature.refused, retried)
     error = staticmethod(anthropic_error)
 
     def profile(self, name: str) -> Profile:
@@ -53,16 +54,6 @@ class MessagesDialect(ListHistory):
             return None
         fixed, count = mended
         return fixed, Counter({surrogates.RULE.code: count})
-
-    def retries(self, status: int, policy: Policy) -> bool:
-        """A 400 may refuse a thinking signature (AM-14); the thinking policy says whether to drop the thinking."""
-        return status == refusal.STATUS and policy.thinking == "drop"
-
-    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
-        """On a refused thinking signature, ``sent`` without its thinking (TM513), once more (AM-14)."""
-        if not self.retries(status, policy) or not refused_signature.refused(status, error):
-            return None
-        return encoded(retried(sent, profile, policy))
 
 
 MESSAGES = MessagesDialect()

@@ -8,19 +8,17 @@ encrypted content of some reasoning could not be verified (RS-11) is answered by
 its reasoning (``rules/refused_reasoning.py``, ``plan.retried``), under thinking policy ``drop``.
 """
 
-from collections import Counter
 from typing import Any
 
 from starlette.responses import Response
 
-from proxy.dialects import refusal
-from proxy.dialects.dialect import ListHistory, encoded, rejection
+from proxy.dialects.dialect import ListHistory, RefusalFix, rejection
 from proxy.dialects.responses.capture import CAPTURE
 from proxy.dialects.responses.plan import ResponsesPlan, plan, retried
 from proxy.dialects.responses.profiles import responses_profile
 from proxy.dialects.responses.rules import refused_reasoning
 from proxy.errors import error_response
-from proxy.repair import Finding, Policy, Profile
+from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -29,6 +27,8 @@ class ResponsesDialect(ListHistory):
     path = "/responses"
     history_key = "input"
     capture = CAPTURE
+    #: A 400 saying encrypted content could not be verified (RS-11): sent once more without that reasoning (TM408).
+    refusal_fix = RefusalFix(refused_reasoning.refused, retried)
     error = staticmethod(error_response)
 
     def profile(self, name: str) -> Profile:
@@ -39,16 +39,6 @@ class ResponsesDialect(ListHistory):
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, error_response, f"input[{finding.index}]", f"input[{finding.index}]")
-
-    def retries(self, status: int, policy: Policy) -> bool:
-        """A 400 may refuse encrypted content (RS-11); the thinking policy says whether to drop the reasoning."""
-        return status == refusal.STATUS and policy.thinking == "drop"
-
-    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
-        """On encrypted content the upstream could not verify, ``sent`` without its reasoning (TM408), once more (RS-11)."""
-        if not self.retries(status, policy) or not refused_reasoning.refused(status, error):
-            return None
-        return encoded(retried(sent, profile, policy))
 
 
 RESPONSES = ResponsesDialect()
