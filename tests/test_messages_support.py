@@ -168,7 +168,9 @@ def test_am21_lone_surrogate_in_the_raw_body() -> None:
     (orjson.dumps({"max_tokens": 1, "messages": [Q]}), "model: Field required"),
     (orjson.dumps({"model": "m", "max_tokens": 1}), "messages: Field required"),
     (orjson.dumps({"model": "m", "max_tokens": 1, "messages": []}), "messages: at least one message is required"),
-    (orjson.dumps(req({"role": "system", "content": "x"})), "messages.0.role: Input should be 'user' or 'assistant'"),
+    (orjson.dumps(req({"role": "developer", "content": "x"})), "messages.0.role: Input should be 'user' or 'assistant'"),
+    (orjson.dumps(req({"role": "system", "content": "x"})), "messages.0: use the top-level 'system' parameter for the initial system "
+                                                            "prompt; the directive-only form (content: [] with output_config) is accepted at any position"),
     (orjson.dumps(req({"role": "user"})), "messages.0.content: Field required"),
     (orjson.dumps(req(user("bare string block"))), "messages.0.content.0: Input should be a valid dictionary"),
     (orjson.dumps(req(Q, assistant({"type": "tool_use", "id": ID_A, "input": {}}))), "messages.1.content.0.tool_use.name: Field required"),

@@ -22,6 +22,7 @@ from proxy.repair.rules import (
     non_object_arguments,
     null_content,
     reasoning_content,
+    system_not_first,
     thought_signature,
 )
 
@@ -93,8 +94,10 @@ PROFILES: dict[str, Profile] = {
         Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", (empty_string_content,), hosts=("api.x.ai",)),
         Profile("groq", "Groq, Cerebras, Fireworks: the OpenAI schema, closed (no reasoning fields, no stray keys)",
                 (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai")),
-        Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present",
-                (non_object_arguments, content_key)),
+        Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present, one system message first",
+                (non_object_arguments, content_key, system_not_first)),
+        Profile("zai", "Z.AI (Zhipu GLM): the universal rules only (its Anthropic endpoint: system messages folded)",
+                hosts=("api.z.ai", "open.bigmodel.cn")),
     )
 }
 

@@ -23,7 +23,7 @@ with ``thinking_delta`` / ``signature_delta`` / ``text_delta`` / ``input_json_de
 ``content_block_stop``; then ``message_delta`` and ``message_stop``), each event its own write.
 
 ``profile`` plays an Anthropic-compatible server: ``anthropic`` (signed thinking, ``caller`` on tool_use as
-Claude sends it), ``kimi`` (thinking with ``signature: ""``), ``deepseek`` (thinking without ``signature``);
+Claude sends it), ``kimi`` (thinking with ``signature: ""``), ``deepseek`` and ``zai`` (thinking without ``signature``);
 the validator runs the same profile. ``POST /v1/messages/count_tokens`` validates (without ``max_tokens``)
 and answers ``{"input_tokens": N}``; ``GET /v1/models`` lists ``claude-strict-test``; any other path is a
 404 ``not_found_error`` naming the method and path. Every request on every path is recorded.

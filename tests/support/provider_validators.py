@@ -696,6 +696,12 @@ def _vl4_content_key(ctx: _Ctx) -> list[Violation]:
             for n, msg in _dicts(ctx.messages) if "content" not in msg]
 
 
+def _ot1_system_first(ctx: _Ctx) -> list[Violation]:
+    """OT-1: Qwen's and other chat templates take a system message only first (the template's own text)."""
+    return [Violation("OT-1", "System message must be at the beginning.", f"messages[{n}].role", n, None)
+            for n, msg in _dicts(ctx.messages) if n > 0 and msg.get("role") == "system"]
+
+
 def _vllm_translate(v: Violation, ctx: _Ctx) -> Violation | None:
     """VL-1: unparsable arguments (``json.loads``'s message); ``""`` is turned into ``{}`` and accepted."""
     if v.rule == "S7":
@@ -741,7 +747,8 @@ _PROFILES: dict[str, _Profile] = {
     "xai": _Profile(skip=_NOT_UNIVERSAL | {"OAI-9"}, shape=(_xa1_content_element,), translate=_xai_translate),
     "groq": _Profile(skip=_NOT_UNIVERSAL, schema=(_gr1_closed_schema, _gr2_string_content),
                      translate=_groq_translate),
-    "vllm": _Profile(skip=frozenset({"S12", "OAI-8"}), schema=(_vl4_content_key,), translate=_vllm_translate),
+    "vllm": _Profile(skip=frozenset({"S12", "OAI-8"}), schema=(_vl4_content_key,), sequence=(_ot1_system_first,),
+                     translate=_vllm_translate),
 }
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from proxy.dialects.ids import all_id_characters
 from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
-from proxy.dialects.messages.rules import empty_text, empty_thinking, thinking, unsigned_thinking
+from proxy.dialects.messages.rules import empty_text, empty_thinking, system_message, thinking, unsigned_thinking
 from proxy.dialects.messages.view import blocks_of
 from proxy.repair.profiles import Profile
 
@@ -44,6 +44,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     if type(messages) is not list:
         return found
     strips_unsigned = unsigned_thinking in profile.rules
+    folds_system = system_message in profile.rules
     mark = found.marked.add
     broken = False
     declared: set[str] = set()
@@ -117,6 +118,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 mark(position)
             continue
         if role != "user":
+            broken = broken or (folds_system and role == "system")  # TM514
             continue
         if kind_of_content is str:
             broken = broken or bool(waiting)  # AM-1 / AM-2: text where results belong

@@ -19,7 +19,16 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.messages.check import inspect, may_change
-from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, refused_signature, thinking, thinking_required, tool_use_id, unsigned_thinking
+from proxy.dialects.messages.rules import (
+    BLOCK_RULES,
+    THINKING_RULES,
+    refused_signature,
+    system_message,
+    thinking,
+    thinking_required,
+    tool_use_id,
+    unsigned_thinking,
+)
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
 from proxy.repair.context import Context, Recalled
@@ -58,16 +67,20 @@ class MessagesPlan:
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
-        return Result(thinking.sent(self.body, ctx.messages, ctx.findings), tuple(ctx.findings))
+        body = thinking.sent(self.body, ctx.messages, ctx.findings)
+        if ctx.system is not None:  # TM514 folded system messages into it
+            body["system"] = ctx.system
+        return Result(body, tuple(ctx.findings))
 
 
     def _pending(self, messages: list[Any], view: View) -> list[int] | None:
         """The positions of the written messages a Messages rule may change: the client's own that the check
         marked, and those the view rebuilt that ``may_change`` says so of. None (every message) when the profile
-        brings rules ``may_change`` does not know."""
-        if self.marked is None or any(rule is not unsigned_thinking for rule in self.profile.rules):
+        brings rules ``may_change`` does not know (TM514 edits none: it removes system messages, which the view
+        never rebuilds)."""
+        if self.marked is None or any(rule is not unsigned_thinking and rule is not system_message for rule in self.profile.rules):
             return None
-        strips_unsigned = bool(self.profile.rules)
+        strips_unsigned = unsigned_thinking in self.profile.rules
         marked = self.marked
         pending: list[int] = []
         for position, index in enumerate(view.placed):
