@@ -23,7 +23,7 @@ from proxy.memory.guarded import GuardedStore
 from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
-from proxy.repair import Policy, detect_profile, get_profile
+from proxy.repair import Policy, route_profile
 from proxy.router import Router, UpstreamRoute
 from proxy.state import ProxyState
 from proxy.tenant import Tenancy
@@ -47,13 +47,14 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
         tenancy = _tenancy(settings)
 
         def route(upstream: str, profile: str, api_key: str | None, prefix: str | None = None, model: str | None = None) -> UpstreamRoute:
-            chosen = detect_profile(upstream) if profile == "auto" else get_profile(profile)
-            how = "detected from the upstream host" if profile == "auto" else "configured"
+            chosen, by_model = route_profile(upstream, profile)
+            how = "configured" if profile != "auto" else "detected from the upstream host"
+            how = "by each request's model, else openai" if by_model else f"{chosen.name}, {how}"
             where = f"prefix {prefix}" if prefix else f"model {model}" if model else "default route"
-            log.info("%s: forwarding to %s %s (profile %s, %s)", where, upstream, settings.egress.describe(upstream), chosen.name, how)
+            log.info("%s: forwarding to %s %s (profile %s)", where, upstream, settings.egress.describe(upstream), how)
             forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections,
                                client_keys=settings.client_keys)
-            return UpstreamRoute(forward, chosen, prefix, model, tenancy)
+            return UpstreamRoute(forward, chosen, prefix, model, tenancy, by_model)
 
         memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries),
                               report=metrics.memory_health, counted=metrics.memory_recalls)

@@ -90,8 +90,9 @@ def endpoint(dialect: Dialect) -> Handler:
             route, path = state.router.select(target, query, parsed.get("model"))
             state.access.check(headers, query, (route,))
             scope = memory_scope(route.tenant(headers, query), dialect)
-            line.tenant, line.profile = scope[:8], route.profile.name
-            profile = dialect.profile(route.profile.name)
+            chosen = route.profile_for(parsed.get("model"))
+            line.tenant, line.profile = scope[:8], chosen.name
+            profile = dialect.profile(chosen.name)
             outgoing, repairs, extra_headers = await _repair_request(state, dialect, profile, scope, body, parsed, mended, line)
             answer = await _forward(request, state, dialect, route, path, outgoing, line)
             if dialect.retries(answer.status_code, state.policy):

@@ -138,13 +138,15 @@ def test_nan_durations_are_refused(name, flag):
         ("https://api.anthropic.com/v1", "anthropic"),
         ("https://api.x.ai/v1", "xai"),
         ("http://localhost:11434/v1", "ollama"),
+        ("https://api.z.ai/api/anthropic/v1", "zai"),
+        ("https://open.bigmodel.cn/api/paas/v4", "zai"),
         ("http://10.0.0.5:8000/v1", "openai"),
     ],
 )
 def test_profile_is_detected_from_the_upstream_host(upstream, expected):
-    from proxy.repair import detect_profile
+    from proxy.repair import route_profile
 
-    assert detect_profile(upstream).name == expected
+    assert route_profile(upstream, "auto")[0].name == expected
 
 
 def test_unknown_profile_is_refused():
