@@ -110,6 +110,22 @@ def test_a_valid_history_without_system_messages_passes_the_fast_check_on_the_fo
     assert sent is not None and sent["messages"] == body["messages"]
 
 
+def test_rules_after_the_fold_still_reach_the_messages_they_judged() -> None:
+    """TM514 removes messages before the thinking rules run over the positions the check marked: those move with it."""
+    signed = {"type": "thinking", "thinking": "Done.", "signature": "EqQBCkgIARAB"}
+    body = {**CLAUDE_CODE, "messages": [
+        {"role": "user", "content": "Fix it."},
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}, signed]},
+        {"role": "user", "content": "Thanks."},
+    ]}
+    planned = MESSAGES.plan(body, MESSAGES.profile("deepseek"))
+    assert planned is not None
+    result = planned.repair({}, Policy())
+    assert [(f.code, f.index) for f in result.findings] == [("TM514", 1), ("TM507", 2)]
+    assert result.body["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]}
+
+
 @pytest.mark.parametrize("server", ["anthropic", *sorted(ROUTE)])
 def test_claude_code_s_beta_path_through_toolmend_reaches_each_server(server: str) -> None:
     app, rec = make_messages_upstream(seed=5, profile=server)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ signature the server never minted, AM-14); ``kimi`` (accepts ``signature: ""``, 
 blocks are not signature-checked; a non-empty signature must be one this server minted, in every profile.
 A ``role: "system"`` message inside ``messages`` (OT-1) is refused by ``deepseek``, ``kimi`` and ``zai``; ``anthropic``
 takes it after a user message, last or before an assistant message (the directive-only form, ``content: []``,
-anywhere but first).
+anywhere).
 """
 
 from __future__ import annotations

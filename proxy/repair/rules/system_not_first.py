@@ -15,6 +15,7 @@ Good:
     {"role": "user", "content": "Fix the failing test."}
 """
 
+from itertools import islice
 from typing import Any
 
 from proxy.repair.context import Context
@@ -28,7 +29,7 @@ def _is_system(message: Any) -> bool:
 
 
 def is_clean(messages: list[Any], profile: Any) -> bool:
-    return not any(_is_system(message) for message in messages[1:])
+    return not any(_is_system(message) for message in islice(messages, 1, None))
 
 
 def _joined(first: Any, then: Any) -> Any:
