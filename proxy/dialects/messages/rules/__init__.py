@@ -6,8 +6,9 @@ last, so that the ids the others made are held to Anthropic's pattern. The rules
 messages the view wrote back: first the blocks Anthropic's schema refuses (``BLOCK_RULES``), then the profile's
 own (``anthropic``: unsigned thinking; ``deepseek``, ``zai``: system messages), then where thinking may stand and
 whether the request may have it (``THINKING_RULES``): trailing thinking goes before the order is judged, the order
-before AM-9 looks at the first block, and AM-11 last, so it judges the request as it will be sent. Each rule is one module with ``RULE``,
-a Bad/Good docstring (one message a line) and ``apply(ctx)``; ``edit.py`` and ``thinking.py`` hold what they share.
+before AM-9 looks at the first block, and AM-11 last, so it judges the request as it will be sent. Each rule is one
+module with ``RULE``, a Bad/Good docstring (one message a line) and ``apply(ctx)``; ``edit.py`` and ``thinking.py``
+hold what they share.
 """
 
 from proxy.dialects.messages.rules import (
