@@ -158,3 +158,28 @@ def test_chat_vllm_folds_a_later_system_message_into_the_first_and_openai_keeps_
                                        {"role": "user", "content": "Fix the failing test."}]
     assert provider_violations(result.body, "vllm") == []
     assert body["messages"][2] == {"role": "system", "content": "Answer in French."}  # the client's body is left as it was
+
+
+def test_chat_vllm_puts_a_later_system_message_first_when_there_is_none() -> None:
+    body = {"model": "qwen3", "messages": [{"role": "user", "content": "Fix it."}, {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+                                           {"role": "system", "content": "In French."}]}
+    result = repair(body, profile="vllm")
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM311", 1, "moved"), ("TM311", 2, "folded")]
+    assert result.body["messages"] == [{"role": "system", "content": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "In French."}]},
+                                       {"role": "user", "content": "Fix it."}]
+    assert provider_violations(result.body, "vllm") == []
+
+
+ODD = ([1], {"a": 1}, 1, None, True, "", [None, "x"])
+
+
+@pytest.mark.parametrize("odd", ODD, ids=repr)
+def test_odd_system_messages_and_system_fields_are_repaired_without_raising(odd: Any) -> None:
+    for position in (0, 1, 2):
+        messages: list[Any] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+        messages.insert(position, {"role": "system", "content": odd, "output_config": odd})
+        for route in ("deepseek", "zai"):
+            sent = repaired({"model": "m", "max_tokens": 8, "system": odd, "messages": messages}, route)
+            assert sent is not None and not any(m.get("role") == "system" for m in sent["messages"])
+        chat = repair({"model": "m", "messages": messages}, profile="vllm")
+        assert all(m.get("role") != "system" for m in chat.body["messages"][1:])
