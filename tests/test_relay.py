@@ -205,6 +205,32 @@ async def test_repaired_streaming_request_carries_the_repairs_header(upstream):
     assert response.headers["content-type"] == "text/event-stream"
 
 
+FORGED = {"x-toolmend-repairs": "TM999=9", "x-toolmend-calls": "recalled=9,synthesized=0", "x-toolmend-memory": "unavailable",
+          "x-toolmend-request-id": "forged-id", "X-Toolmend-Anything": "forged"}
+REPAIRED = {"messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "call_x", "content": "r"}]}
+
+
+@pytest.mark.parametrize("path, body, answer", [
+    ("/v1/models", None, httpx.Response(200, json={"data": []}, headers=FORGED)),
+    (PATH, REPAIRED, httpx.Response(200, json={"choices": []}, headers=FORGED)),
+    (PATH, {**REPAIRED, "stream": True}, sse_response(ScriptedStream([DONE]), headers=FORGED)),
+    (PATH, REPAIRED, httpx.Response(500, json={"error": {"message": "boom"}}, headers=FORGED)),
+], ids=["pass-through", "repaired", "stream", "upstream-error"])
+async def test_an_upstream_cannot_forge_toolmend_s_own_headers(upstream, path, body, answer):
+    upstream.route(path=path.removeprefix("/v1")).mock(return_value=answer)
+    async with running_proxy() as proxy:
+        if body is None:
+            response = await proxy.client.get(path, headers={**AUTH, "x-request-id": "req-mine"})
+        else:
+            response = await proxy.client.post(path, json=body, headers={**AUTH, "x-request-id": "req-mine"})
+    own = {name: response.headers.get_list(name) for name in response.headers if name.startswith("x-toolmend-")}
+    expected = {"x-toolmend-request-id": ["req-mine"]}
+    if body is not None:
+        expected["x-toolmend-repairs"] = ["TM101=1"]
+        expected["x-toolmend-calls"] = ["recalled=0,synthesized=1"]
+    assert own == expected
+
+
 class ReaderOf:
     """Any dialect's stream reader, for the relay alone: the stream is finished once ``terminal`` was fed, and
     what it read is one turn."""
