@@ -163,6 +163,18 @@ async def test_stream_cut_off_in_the_middle_ends_the_relay_and_closes_upstream(u
     assert "RemoteProtocolError" in caplog.text
 
 
+@pytest.mark.parametrize("path, shape", [("/v1/messages", {"type", "error"}), (PATH, {"error"})])
+async def test_a_json_answer_cut_off_is_a_502_in_the_request_s_shape_and_counted(upstream, path, shape):
+    cut = ScriptedStream([b'{"id": "msg_1", "content": [{"type": "tool_u', httpx.RemoteProtocolError("peer closed connection")])
+    upstream.post(path.removeprefix("/v1")).mock(return_value=httpx.Response(200, headers={"content-type": "application/json"}, stream=cut))
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(path, json={"messages": [{"role": "user", "content": "q"}]}, headers=AUTH)
+        counted = proxy.state.metrics.upstream_errors.labels("upstream_unreachable")._value.get()
+    assert response.status_code == 502 and set(response.json()) == shape
+    assert cut.closed.is_set()
+    assert counted == 1
+
+
 async def test_calls_streamed_before_a_cut_off_are_remembered(upstream):
     serve_stream(upstream, cut_stream())
     async with running_proxy() as proxy:
