@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -91,7 +92,9 @@ def serve_forever(settings: Settings) -> None:
         "proxy_headers": False,
     }
     if settings.workers == 1:
-        uvicorn.run(create_app(settings), **common)
+        app = create_app(settings)
+        signal.signal(signal.SIGTERM, _stopped)
+        uvicorn.run(app, **common)
         return
     for option in SERVE_OPTIONS:
         value = getattr(settings, option.name)
@@ -100,6 +103,14 @@ def serve_forever(settings: Settings) -> None:
     # Each worker counts in its own files there, and /metrics sums them (prometheus-client multiprocess mode).
     os.environ.setdefault(MULTIPROCESS_ENV, tempfile.mkdtemp(prefix="toolmend-metrics-"))
     uvicorn.run("proxy.cli:app_from_environment", factory=True, workers=settings.workers, **common)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """SIGTERM is a request to stop, not a failure: exit 0 once it is done. uvicorn drains the requests in flight,
+    then sends itself the signal again to end as its default handler would (killed by it, status -15), which an
+    orchestrator records as a kill. This handler is the one uvicorn falls back to. (With ``--workers`` the
+    supervisor ends with 0 by itself.)"""
+    raise SystemExit(0)
 
 
 if __name__ == "__main__":

@@ -239,6 +239,22 @@ async def test_a_client_that_stops_reading_frees_its_upstream_slot() -> None:
     assert after.status_code == 200
 
 
+async def test_sigterm_drains_the_request_in_flight_and_exits_0() -> None:
+    async with upstream_and_proxy() as (upstream, server, proxy):
+        async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as client:
+            held = asyncio.create_task(client.get("/v1/held"))
+            await eventually(lambda: any(r.target == b"/v1/held" for r in server.requests), "the held request upstream")
+            proxy.proc.terminate()
+            await eventually(lambda: "Shutting down" in proxy.log(), "the proxy stopping")
+            upstream.release.set()
+            drained = await held
+            async with asyncio.timeout(GENEROUS):
+                code = await asyncio.to_thread(proxy.proc.wait)
+            log = proxy.log()
+    assert drained.status_code == 200 and drained.json() == {"object": "list", "data": []}
+    assert code == 0, log[-2000:]
+
+
 def closed_by_server(sock: socket.socket) -> bool:
     if not answered(sock):
         return False
