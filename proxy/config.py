@@ -80,7 +80,9 @@ SERVE_OPTIONS = (
     Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
     Option("max_messages", 10_000, "most messages a chat-completions request may carry", int),
     Option("max_header_bytes", 64 * 1024, "largest request head (target and header lines) accepted, counted as it arrives", int),
-    Option("client_timeout", 60.0, "seconds a client may take to send its request body, or stall taking its answer", float),
+    Option("client_timeout", 60.0, "seconds a client may take to send its request body", float),
+    Option("send_timeout", 60.0, "seconds a client may go without taking any of its answer; its connection is then closed, "
+                                 "and the upstream request with it", float),
     Option("max_upstream_connections", 512, "concurrent requests to each upstream; more wait, then get 503", int),
     Option("head_timeout", 10.0, "seconds a client may take to send its request line and headers", float),
     Option("max_connections", 1000, "open client connections at most (at the limit, the one longest waiting for its head is closed)", int),
@@ -114,6 +116,7 @@ class Settings:
     max_messages: int = 10_000
     max_header_bytes: int = 64 * 1024
     client_timeout: float = 60.0
+    send_timeout: float = 60.0
     max_upstream_connections: int = 512
     head_timeout: float = 10.0
     max_connections: int = 1000
@@ -204,6 +207,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--max-header-bytes {s.max_header_bytes} is too small; use at least 1024")
     if not (math.isfinite(s.client_timeout) and s.client_timeout > 0):
         raise ConfigError(f"--client-timeout {s.client_timeout} must be > 0 seconds")
+    if not (math.isfinite(s.send_timeout) and s.send_timeout > 0):
+        raise ConfigError(f"--send-timeout {s.send_timeout} must be > 0 seconds")
     if not (math.isfinite(s.head_timeout) and s.head_timeout > 0):
         raise ConfigError(f"--head-timeout {s.head_timeout} must be > 0 seconds")
     if s.max_connections < 16:
