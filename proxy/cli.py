@@ -28,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         described = f"{option.help} (env {option.env}, default {option.default})"
         if option.kind is flag:  # a switch: present means on; the environment variable takes true/false
             serve.add_argument(option.flag, dest=option.name, action="store_const", const=True, default=None, help=described)
+        elif option.repeated:
+            serve.add_argument(option.flag, dest=option.name, action="append", default=None, help=described)
         else:
             serve.add_argument(option.flag, dest=option.name, default=None, help=described)
 
@@ -99,7 +101,7 @@ def serve_forever(settings: Settings) -> None:
     for option in SERVE_OPTIONS:
         value = getattr(settings, option.name)
         if value is not None:
-            os.environ[option.env] = str(value)
+            os.environ[option.env] = ",".join(value) if option.repeated else str(value)
     # Each worker counts in its own files there, and /metrics sums them (prometheus-client multiprocess mode).
     os.environ.setdefault(MULTIPROCESS_ENV, tempfile.mkdtemp(prefix="toolmend-metrics-"))
     uvicorn.run("proxy.cli:app_from_environment", factory=True, workers=settings.workers, **common)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from proxy.credentials import key_list
+from proxy.credentials import header_names, key_list
 from proxy.egress import Egress, from_environment
 from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
@@ -42,7 +42,8 @@ def flag(raw: object) -> bool:
     raise ValueError(raw)
 
 
-KIND_NAMES = {str: "text", int: "whole number", float: "number", flag: "yes/no value (true or false)"}
+KIND_NAMES = {str: "text", int: "whole number", float: "number", flag: "yes/no value (true or false)",
+              header_names: "list of header names (the flag repeated, or the variable comma-separated)"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Option:
     default: Any
     help: str
     kind: Callable[[Any], Any] = str
+    repeated: bool = False  # the flag may be given more than once; the variable separates values by commas
 
     @property
     def flag(self) -> str:
@@ -88,6 +90,9 @@ SERVE_OPTIONS = (
     Option("max_connections", 1000, "open client connections at most (at the limit, the one longest waiting for its head is closed)", int),
     Option("max_capture_bytes", 16 * 1024 * 1024, "bytes of one upstream answer read for remembering calls; beyond, it is relayed unremembered", int),
     Option("require_client_key", False, "refuse requests that carry no credential at all (401)", flag),
+    Option("credential_header", (), "a request header that carries a client's credential, besides every provider's and "
+                                    "gateway's (it scopes memory, and counts as one for --require-client-key); repeatable",
+           header_names, repeated=True),
     Option("upstream_proxy", None, "outbound HTTP proxy to the upstreams (http://[user:password@]host:port), instead of "
            "HTTPS_PROXY / HTTP_PROXY / ALL_PROXY; none: connect directly. NO_PROXY applies either way"),
     Option("upstream_ca_file", None, "PEM file of the CAs trusted for upstream TLS, instead of SSL_CERT_FILE / SSL_CERT_DIR / certifi's bundle"),
@@ -122,6 +127,7 @@ class Settings:
     max_connections: int = 1000
     max_capture_bytes: int = 16 * 1024 * 1024
     require_client_key: bool = False
+    credential_header: tuple[str, ...] = ()
     upstream_proxy: str | None = field(default=None, repr=False)  # may carry the proxy's password
     upstream_ca_file: str | None = None
     log_level: str = "info"
