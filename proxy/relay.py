@@ -88,7 +88,7 @@ class StreamRelay:
 class BrokeOff(Response):
     """The 502 (504) of an upstream that broke off before any of its answer went out, made where only the answer is at
     hand: rendered in the request's error shape (``error_shape_of``) and counted in ``toolmend_upstream_errors_total``
-    when it is sent, as every other upstream failure is."""
+    when it is sent, as every other upstream failure is. A Response, so that the request path returns it as any other."""
 
     def __init__(self, error: UpstreamError) -> None:
         super().__init__(status_code=error.status)
