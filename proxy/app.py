@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from proxy.access import Access
 from proxy.config import Settings
+from proxy.credentials import Carriers
 from proxy.dialects import DIALECTS
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
@@ -44,7 +45,8 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         upstream_transport = transport if transport is not None else FastTransport(egress=settings.egress, ca_file=settings.upstream_ca_file)
-        tenancy = _tenancy(settings)
+        carriers = Carriers(settings.credential_header)
+        tenancy = _tenancy(settings, carriers)
 
         def route(upstream: str, profile: str, api_key: str | None, prefix: str | None = None, model: str | None = None) -> UpstreamRoute:
             chosen, by_model = route_profile(upstream, profile)
@@ -62,7 +64,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             settings=settings,
             router=Router(route(settings.upstream, settings.profile, settings.upstream_api_key),
                           tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes)),
-            access=Access(settings.client_keys, settings.require_client_key),
+            access=Access(settings.client_keys, settings.require_client_key, carriers),
             store=memory,
             policy=Policy(orphans=settings.orphan_policy, thinking=settings.thinking_policy),
             metrics=metrics,
@@ -98,13 +100,19 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     )
 
 
-def _tenancy(settings: Settings) -> Tenancy:
+def _tenancy(settings: Settings, carriers: Carriers) -> Tenancy:
     if settings.tenant_scope == "upstream":
         log.warning("--tenant-scope upstream: every client of an upstream shares one memory, so any client can recall any "
                     "other's calls; meant for single-user deployments")
-    elif settings.tenants:
+        return Tenancy(settings.tenant_scope)
+    if settings.tenants:
         log.info("memory kept per named tenant for their keys: %s", ", ".join(tenant.name for tenant in settings.tenants))
-    return Tenancy(settings.tenant_scope, settings.tenants)
+    # A route that sends no key of toolmend's admits clients with no credential at all, unless told to refuse them.
+    if not settings.require_client_key and (settings.upstream_api_key is None or any(route.api_key is None for route in settings.routes)):
+        log.warning("requests that carry no credential (in %s, or ?key=) share one memory per upstream, so any of them can recall "
+                    "another's calls: --require-client-key refuses them, --credential-header names a header that carries one",
+                    ", ".join(sorted(name.decode() for name in carriers.names)))
+    return Tenancy(settings.tenant_scope, settings.tenants, carriers)
 
 
 async def _announce_memory(memory: GuardedStore, settings: Settings, given: bool) -> None:

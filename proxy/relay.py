@@ -28,6 +28,8 @@ from starlette.types import Receive, Scope, Send
 from proxy.dialects.capture import Capture, CaptureLimit, StreamReader
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
+from proxy.observe import error_shape_of
+from proxy.state import ProxyState
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
@@ -83,6 +85,21 @@ class StreamRelay:
             await on_end()
 
 
+class BrokeOff(Response):
+    """The 502 (504) of an upstream that broke off before any of its answer went out, made where only the answer is at
+    hand: rendered in the request's error shape (``error_shape_of``) and counted in ``toolmend_upstream_errors_total``
+    when it is sent, as every other upstream failure is. A Response, so that the request path returns it as any other."""
+
+    def __init__(self, error: UpstreamError) -> None:
+        super().__init__(status_code=error.status)
+        self.error = error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state: ProxyState = scope["app"].state.proxy
+        state.metrics.upstream_errors.labels(self.error.code).inc()
+        await self.error.response(error_shape_of(scope))(scope, receive, send)
+
+
 def stream_through(upstream: httpx.Response, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> StreamRelay:
     return StreamRelay(upstream, [*response_headers(upstream), *extra_headers])
 
@@ -113,7 +130,7 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
             return StreamRelay(upstream, headers, body=_chained(read, chunks))
     except httpx.HTTPError as exc:
         await upstream.aclose()
-        return UpstreamError.from_httpx(exc).response()
+        return BrokeOff(UpstreamError.from_httpx(exc))
     await upstream.aclose()
     body = b"".join(read)
     turns = capture.from_json(body)
