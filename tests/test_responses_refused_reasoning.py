@@ -22,7 +22,7 @@ from proxy.repair import DEFAULT_PLACEHOLDER, Policy
 from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
 from tests.support.responses_validator import ServerState, first_violation, violations
-from tests.support.retries import scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
 from tests.test_responses_capture import CALL, CUSTOM, REASONING, STREAM, response
 from tests.test_responses_rules import CALL_1, CALL_2, USER, body_of, output
 
@@ -114,15 +114,15 @@ def test_only_a_400_refusing_encrypted_content_is_retried_and_only_by_responses(
                                                                                retries: bool) -> None:
     error = refusal(message, status, code).content
     drop, reject = Policy(), Policy(thinking="reject")
-    assert (RESPONSES.retry(status, error, LOOP, OPENAI, drop) is not None) == retries
-    assert RESPONSES.retry(status, error, LOOP, OPENAI, reject) is None and not RESPONSES.retries(status, reject)
-    assert not CHAT.retries(status, drop) and CHAT.retry(status, error, LOOP, CHAT.profile("openai"), drop) is None
-    assert MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), drop) is None
-    assert RESPONSES.retry(400, QUOTED.encode(), LOOP, OPENAI, drop) is None  # not JSON
+    assert (retry_of(RESPONSES, status, error, LOOP, OPENAI, drop) is not None) == retries
+    assert retry_of(RESPONSES, status, error, LOOP, OPENAI, reject) is None and not RESPONSES.retries(status, reject)
+    assert not CHAT.retries(status, drop) and retry_of(CHAT, status, error, LOOP, CHAT.profile("openai"), drop) is None
+    assert retry_of(MESSAGES, status, error, LOOP, MESSAGES.profile("anthropic"), drop) is None
+    assert retry_of(RESPONSES, 400, QUOTED.encode(), LOOP, OPENAI, drop) is None  # not JSON
 
 
 def test_a_refusal_naming_one_item_still_leaves_out_every_encrypted_reasoning() -> None:
-    retry = RESPONSES.retry(400, refusal(NAMED).content, LOOP, OPENAI, Policy())
+    retry = retry_of(RESPONSES, 400, refusal(NAMED).content, LOOP, OPENAI, Policy())
     assert retry is not None
     body, counts = retry
     assert orjson.loads(body)["input"] == RETRIED and counts == {"TM408": 2, "TM405": 3}

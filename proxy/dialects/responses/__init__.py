@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from proxy.dialects.dialect import ListHistory, RefusalFix, rejection
+from proxy.dialects.dialect import Blobs, ListHistory, RefusalFix, rejection
 from proxy.dialects.responses.capture import CAPTURE
 from proxy.dialects.responses.plan import ResponsesPlan, plan, retried
 from proxy.dialects.responses.profiles import responses_profile
@@ -28,7 +28,8 @@ class ResponsesDialect(ListHistory):
     history_key = "input"
     capture = CAPTURE
     #: A 400 saying encrypted content could not be verified (RS-11): sent once more without that reasoning (TM408).
-    refusal_fix = RefusalFix(refused_reasoning.refused, retried)
+    refusal_fixes = (RefusalFix(refused_reasoning.refused, retried,
+                                Blobs(refused_reasoning.carried, refused_reasoning.recall_keys, refused_reasoning.minted)),)
     error = staticmethod(error_response)
 
     def profile(self, name: str) -> Profile:

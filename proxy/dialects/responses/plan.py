@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.dialects.dialect import viewed
+from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.dialects.responses.check import inspect
 from proxy.dialects.responses.items import call_id_of, is_call, is_output
 from proxy.dialects.responses.rules import AFTER_VIEW, dangling_reasoning, previous_response_items, reasoning_required, refused_reasoning
@@ -83,14 +84,15 @@ def _as_sent(origin: dict[int, int], items: list[Any], resent: Context) -> dict[
 RETRY_RULES: tuple[RepairRule, ...] = (refused_reasoning, reasoning_required, dangling_reasoning)
 
 
-def retried(body: dict[str, Any], profile: Profile, policy: Policy) -> Result | None:
+def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving = EVERY) -> Result | None:
     """The body to send once more after the upstream could not verify encrypted content in ``body`` (what was sent:
     the repaired body, or the client's), with the findings; None when there was no reasoning with encrypted content to
     remove, or under thinking policy ``reject`` (the refusal then goes to the client)."""
     items = body.get("input")
     if policy.thinking != "drop" or type(items) is not list:
         return None
-    ctx = Context(list(items), body.get("tools"), refused_reasoning.made_with(items), policy, profile, request=body)
+    ctx = Refusing(list(items), body.get("tools"), refused_reasoning.made_with(items), policy, profile, request=body)
+    ctx.leaving = leaving
     if refused(ctx, RETRY_RULES) or not any(finding.code == refused_reasoning.RULE.code for finding in ctx.findings):
         return None
     return Result({**body, "input": ctx.messages}, tuple(ctx.findings))
