@@ -336,6 +336,40 @@ def test_reasoning_minted_for_another_key_is_left_out_once_and_the_call_succeeds
                 key: value for key, value in first.json.items() if key != "input"}
 
 
+def test_a_codex_session_resumed_under_another_key_pays_one_refused_round_trip(wire: Wire) -> None:
+    """A Codex session (``store: false``, every item kept without its id, reasoning carried as encrypted content)
+    resumed under another key: the first key's reasoning cannot be verified (RS-11). The first request is refused once
+    and sent again without it (TM408); toolmend remembers what was refused, and the next requests leave it out before
+    they are sent (TM408 again, the upstream asked nothing), keeping the reasoning minted for the second key: three
+    requests, four upstream calls."""
+    fields = VARIANTS["store-false"]
+    app, rec = make_responses_upstream(seed=43, verify_encrypted=True)
+    with serve(app) as url, serve(create_app(Settings(upstream=url + "/v1"))) as proxy:
+        before = wire.client(proxy + "/v1", "sk-org-a-codex")
+        history = [user("Patch and check the weather")]
+        answer = ask(before, "create", model=MODEL, input=history, tools=TOOLS, **fields)
+        history += [*kept(answer, ids=False), *outputs_for(answer)]
+        history += kept(ask(before, "create", model=MODEL, input=history, tools=TOOLS, **fields), ids=False)
+        foreign = [item for item in history if item.get("type") == "reasoning"]
+        after = wire.client(proxy + "/v1", "sk-org-b-codex")
+        calls, refusals = len(rec.requests), len(rec.rejections)
+        history.append(user("And in Lyon?"))
+        answer = ask(after, "create", model=MODEL, input=history, tools=TOOLS, **fields)  # refused once, retried
+        left_out = f"TM408={len(foreign)}"
+        assert wire.last.headers["x-toolmend-repairs"] == left_out and len(rec.rejections) == refusals + 1
+        history += [*kept(answer, ids=False), *outputs_for(answer)]
+        final = ask(after, "create", model=MODEL, input=history, tools=TOOLS, **fields)  # the new reasoning kept
+        assert final.output_text == "Received 2 tool outputs." and wire.last.headers["x-toolmend-repairs"] == left_out
+        history += [*kept(final, ids=False), user("Thanks. And Nice?")]
+        ask(after, "create", model=MODEL, input=history, tools=TOOLS, **fields)
+        assert wire.last.headers["x-toolmend-repairs"] == left_out
+        assert (len(rec.requests) - calls, len(rec.rejections) - refusals) == (4, 1)
+        minted_here = [item for item in kept(answer, ids=False) if item["type"] == "reasoning"]
+        sent_reasoning = [[item for item in received.json["input"] if item.get("type") == "reasoning"] for received in rec.requests[calls + 2:]]
+        assert sent_reasoning[0] == minted_here and sent_reasoning[1][:1] == minted_here  # and the final answer's after it
+        assert foreign and not any(item in foreign for reasoning in sent_reasoning for item in reasoning)
+
+
 # --------------------------------------------------------------------------------------------------
 # the OpenAI Agents SDK
 # --------------------------------------------------------------------------------------------------
