@@ -323,3 +323,47 @@ async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends
             await call_asgi(app, asgi, "POST", PATH, [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in HEADERS.items())],
                             [orjson.dumps({**LOOP, "stream": True})])
     assert (asgi.status, asgi.body_chunks) == (200, [first, *rest])
+
+
+# --- what memory knows -------------------------------------------------------------------------------------------
+
+MINTED = thinking("Lyon now.", "bWludGVkLWhlcmU=")  # minted for this client's key: toolmend captured it
+MINTED_ANSWER = {**ANSWER, "content": [MINTED, *ANSWER["content"]]}
+#: The session after the key switch: an earlier turn's foreign thinking, then the turn minted for this key, in progress.
+SWITCHED = req(Q, assistant(FOREIGN, use(ID_A)), user(result(ID_A)), assistant(MINTED, text("And the time."), use(CALL_ID, "get_time")),
+               user(result(CALL_ID)), thinking=MANUAL, tools=LOOP["tools"])
+
+
+async def test_the_retry_keeps_the_thinking_memory_captured_for_this_key(upstream) -> None:
+    route = scripted(upstream, "/messages", httpx.Response(200, json=MINTED_ANSWER), refusal(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # MINTED captured
+        response = await proxy.client.post(PATH, json=SWITCHED, headers=HEADERS)
+    assert (response.status_code, route.call_count) == (200, 3)
+    retry = orjson.loads(sent(route)[2])
+    assert thinking_in(retry) == [MINTED] and retry["thinking"] == MANUAL  # only the foreign thinking went
+    assert response.headers["x-toolmend-repairs"] == "TM513=1"
+
+
+async def test_what_was_refused_is_left_out_of_the_tenant_s_next_requests_before_they_are_sent(upstream, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="toolmend.access")
+    route = scripted(upstream, "/messages", refusal(), accepted(), accepted(), accepted())
+    later = {**LOOP, "messages": [*LOOP["messages"], assistant(text("Done.")), user(text("Thanks."))]}
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # refused, retried
+        remembered = await proxy.client.post(PATH, json=later, headers=HEADERS)
+        other_key = await proxy.client.post(PATH, json=later, headers={**HEADERS, "authorization": "Bearer sk-ant-another-key-000"})
+    assert (remembered.status_code, route.call_count) == (200, 4)
+    first, retry, unrefused, untouched = (orjson.loads(body) for body in sent(route))
+    assert thinking_in(unrefused) == [] and unrefused["messages"][:5] == retry["messages"]
+    assert remembered.headers["x-toolmend-repairs"] == "TM513=2"
+    assert sent(route)[3] == orjson.dumps(later) and "x-toolmend-repairs" not in other_key.headers  # memory is per tenant
+    assert any(" repairs=TM513=2 " in TextFormatter().format(record) for record in caplog.records if record.name == "toolmend.access")
+
+
+async def test_a_retry_refused_again_remembers_nothing(upstream) -> None:
+    route = scripted(upstream, "/messages", refusal(), refusal(), refusal(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 400
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200
+    assert sent(route)[2] == orjson.dumps(LOOP)  # sent as the client's bytes: nothing was remembered as refused

@@ -238,3 +238,41 @@ async def test_the_retry_starts_from_the_repaired_body_and_the_repairs_are_merge
     assert response_.status_code == 200 and response_.headers["x-toolmend-repairs"] == "TM104=1,TM408=2,TM405=3"
     assert 'toolmend_repairs_total{profile="openai",rule="TM104"} 1.0' in metrics  # counted once, not again on the retry
     assert first_violation(again, ServerState()) is None  # nothing left for a strict server to refuse
+
+
+# --- every shape the refusal reaches a client in -----------------------------------------------------------------
+
+
+async def test_a_refusal_quoted_by_openrouter_is_retried(upstream) -> None:
+    quoted = {"error": {"message": "Provider returned error", "code": 400,
+                        "metadata": {"raw": refusal().content.decode(), "provider_name": "OpenAI"}}}
+    route = scripted(upstream, "/responses", httpx.Response(400, json=quoted), accepted())
+    async with running_proxy() as proxy:
+        response_ = await proxy.client.post(PATH, json=LOOP, headers=AUTH)
+    assert (response_.status_code, route.call_count) == (200, 2) and orjson.loads(sent(route)[1])["input"] == RETRIED
+
+
+def failed(message: str = QUOTED, code: str = "invalid_encrypted_content") -> bytes:
+    data = {"type": "response.failed", "sequence_number": 0, "response": {
+        "id": "resp_failed", "object": "response", "status": "failed", "output": [],
+        "error": {"code": code, "message": message}}}
+    return b"event: response.failed\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+async def test_a_refusal_that_is_a_stream_s_first_event_is_retried(upstream) -> None:
+    refused_stream = ScriptedStream([failed()[:20], failed()[20:]])
+    route = scripted(upstream, "/responses", sse_response(refused_stream), streamed())
+    body = {**LOOP, "stream": True}
+    async with running_proxy() as proxy:
+        response_ = await proxy.client.post(PATH, json=body, headers=AUTH)
+    assert (response_.status_code, response_.content, route.call_count) == (200, STREAM, 2)
+    assert orjson.loads(sent(route)[1]) == {**body, "input": RETRIED} and response_.headers["x-toolmend-repairs"] == "TM408=2,TM405=3"
+    assert refused_stream.closed.is_set()
+
+
+async def test_a_stream_that_fails_first_for_another_reason_is_relayed_byte_for_byte(upstream) -> None:
+    other = failed("The server had an error while processing your request.", "server_error")
+    route = scripted(upstream, "/responses", sse_response(ScriptedStream([other])), streamed())
+    async with running_proxy() as proxy:
+        response_ = await proxy.client.post(PATH, json={**LOOP, "stream": True}, headers=AUTH)
+    assert (response_.status_code, response_.content, route.call_count) == (200, other, 1)
