@@ -15,7 +15,8 @@ loopback.
   like ``/v1/messages`` (a valid one arrives as sent), ``GET /v1/models`` passes through; a route prefix serves Anthropic clients beside chat ones. Errors are Anthropic's
   envelope; a lone surrogate is mended (AM-21). Memory is per key.
 * A thinking signature the upstream refuses (AM-14: bound to another system prompt) is dropped and the request sent
-  once more (TM513); under ``--thinking-policy reject`` the refusal comes back as the upstream sent it.
+  once more (TM513); under ``--thinking-policy reject`` the refusal comes back as the upstream sent it. A session
+  resumed under another key pays that one refused round trip, not one per request.
 * count_tokens is repaired like /v1/messages and follows the same model route (found as a bug, now pinned as a test).
 """
 

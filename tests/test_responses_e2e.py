@@ -9,7 +9,9 @@ strict scripted reasoning-model upstream (``tests/support/responses_upstream.py`
   get a placeholder output of the unanswered call's family.
 * The other ``/v1/responses/...`` routes pass through untouched; refusals are OpenAI errors naming ``input[N]``.
 * Reasoning whose encrypted content the upstream cannot verify (RS-11: minted for another key) is left out and the
-  request sent once more (TM408, with TM405 for the ids of what that reasoning produced).
+  request sent once more (TM408, with TM405 for the ids of what that reasoning produced); a Codex session resumed
+  under another key pays that one refused round trip, not one per request. An item id the upstream never made
+  (RS-8, 404) is sent once more without it (TM409).
 * The Agents SDK's runs complete: multi-turn with function tools (a session store that forgets calls), handoffs
   whose input filters remove tool items, and a tool approval that was never given.
 """
@@ -289,14 +291,20 @@ def test_refusals_and_upstream_errors_are_openai_errors(upstream: tuple[str, Res
     assert "call_NeverMadeByTheUpstream1" in error.message and "--orphan-policy" in error.message
     assert len(rec.requests) == sent_upstream  # never forwarded
 
-    # What toolmend cannot know about (an id the upstream never made) goes as sent; its answer comes back as is.
+    # What toolmend cannot know about (an id the upstream never made) goes as sent; the 404 naming it is answered by
+    # sending it once more without that id (TM409, RS-8).
     client = wire.client(proxy + "/v1", "sk-errors")
     fabricated = {"type": "message", "role": "assistant", "id": "msg_" + "0" * 50, "content": [{"type": "output_text", "text": "hi"}]}
-    with pytest.raises(openai.NotFoundError) as not_found:
-        ask(client, "create", model=MODEL, input=[user("Go"), fabricated])
-    assert not_found.value.body == {"message": f"Item with id '{fabricated['id']}' not found.", "type": "invalid_request_error",
-                                    "param": "input", "code": None}
-    assert rec.last.body_bytes == wire.last.sent and rec.rejections[-1] == {"error": not_found.value.body}
+    rejections = len(rec.rejections)
+    ask(client, "create", model=MODEL, input=[user("Go"), fabricated])
+    assert rec.rejections[rejections:] == [{"error": {"message": f"Item with id '{fabricated['id']}' not found.", "type": "invalid_request_error",
+                                                      "param": "input", "code": None}}]
+    assert rec.requests[-2].body_bytes == wire.last.sent and wire.last.headers["x-toolmend-repairs"] == "TM409=1"
+    assert rec.last.json["input"] == [user("Go"), {key: value for key, value in fabricated.items() if key != "id"}]
+    # An error toolmend knows no fix for comes back as the upstream sent it.
+    with pytest.raises(openai.BadRequestError) as unknown_previous:
+        ask(client, "create", model=MODEL, input=[user("Go")], previous_response_id="resp_never_made")
+    assert unknown_previous.value.body == rec.rejections[-1]["error"] and rec.last.body_bytes == wire.last.sent
 
     invalid = httpx.post(proxy + "/v1/responses", content=b'{"input": [', headers={"content-type": "application/json"})
     assert invalid.status_code == 400
