@@ -1,10 +1,10 @@
-"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, forward (once more when the
-dialect knows a fix for the upstream's refusal), relay and remember. What differs between Chat Completions, the
-Responses API and Anthropic Messages is asked of the endpoint's dialect (``proxy/dialects/dialect.py``); nothing
-here knows a wire format.
+"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, leave out what the upstream
+refused before, forward (once more when the dialect knows a fix for the upstream's refusal), relay and remember.
+What differs between Chat Completions, the Responses API and Anthropic Messages is asked of the endpoint's dialect
+(``proxy/dialects/dialect.py``); nothing here knows a wire format.
 
-Each step is a small function; the handler only strings them together. A request that needs no repair
-is forwarded as the exact bytes the client sent.
+Each step is a small function; the handler only strings them together. A request that needs no repair is forwarded
+as the exact bytes the client sent.
 """
 
 import asyncio
@@ -228,7 +228,7 @@ class Sent:
     repairs: Counter[str]
     headers: list[tuple[bytes, bytes]]
 
-    def sent(self) -> dict:
+    def json(self) -> dict:
         return self.parsed if self.parsed is not None else _parse(self.body)
 
     def changed(self, exchange: "Exchange", body: bytes, counts: Counter[str]) -> "Sent":
@@ -246,7 +246,7 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     fix = exchange.dialect.remembered_fix(state.policy)
     if fix is None or fix.blobs is None or not state.refusals.has(exchange.scope):
         return sent
-    body = sent.sent()
+    body = sent.json()
     carried = [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
     refused = await refused_among(state.store, exchange.scope, carried) if carried else frozenset()
     if not refused:
@@ -275,13 +275,13 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     fix = exchange.dialect.fix_for(refusal, state.policy) if refusal is not None else None
     if fix is None or refusal is None:
         return answer, sent.headers
-    body = sent.sent()
+    body = sent.json()
     leaving = await _leaving(exchange, fix, refusal, body)
     run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
     made = await run(retry, fix, body, exchange.profile, state.policy, leaving)
     if made is None:
         return answer, sent.headers
-    await answer.aclose()  # read whole: its upstream slot goes back before the retry takes one
+    await answer.aclose()  # its upstream slot goes back before the retry takes one
     again = await _forward(exchange, made[0])
     if fix.blobs is not None and again.is_success:
         left = leaving.digests if leaving.digests is not None else [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]

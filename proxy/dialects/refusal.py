@@ -1,16 +1,17 @@
 """What an upstream's refusal says, read once for every rule that answers one with a retry (AM-14, RS-11, RS-8), and
 what such a rule leaves out of the request it sends again.
 
-``read`` finds every message and code of an error, in each shape it reaches a client in: OpenAI's and Anthropic's
-``{"error": {"message": ..., "code": ...}}`` (Anthropic's inside ``{"type": "error", ...}``, also the data of a
-stream's ``event: error``), OpenRouter's wrapper with the provider's own body as a string in ``error.metadata.raw``
-(read as one more body, once), Bedrock's ``ValidationException`` (``{"message": ...}``, the type in the
-``x-amzn-errortype`` header or ``__type``), and a Responses stream's ``response.failed`` event, whose
-``response.error`` is the error. ``Refusal.says`` matches a wording however it is prefixed (``The model returned
-the following errors:``, ``Validation error:``) or quoted (backticks or none).
+``read`` finds every message and code of an error body, in each shape it reaches a client in: OpenAI's and
+Anthropic's ``{"error": {"message": ..., "code": ...}}`` (Anthropic's inside ``{"type": "error", ...}``),
+OpenRouter's wrapper with the provider's own body as a string in ``error.metadata.raw`` (read as one more body,
+once), and Bedrock's ``ValidationException`` (``{"message": ...}``, the type in the ``x-amzn-errortype`` header or
+``__type``). ``FirstEvent`` reads the same from the first event of a stream of status 200: Anthropic's ``event:
+error``, or a Responses ``response.failed`` whose ``response.error`` is the error. ``Refusal.says`` matches a
+wording however it is prefixed (``The model returned the following errors:``, ``Validation error:``) or quoted
+(backticks or none).
 
-A retried request leaves out the signed thinking or encrypted reasoning the refusal was about: ``Leaving`` says which
-(every one, or those whose ``digest`` is in a set), and a ``Refusing`` context carries it to the rules.
+A retried request leaves out the signed thinking or encrypted reasoning the refusal was about: ``Leaving`` says
+which (every one, or those whose ``digest`` is in a set), and a ``Refusing`` context carries it to the rules.
 """
 
 import hashlib
