@@ -277,3 +277,22 @@ async def test_a_stream_that_fails_first_for_another_reason_is_relayed_byte_for_
     async with running_proxy() as proxy:
         response_ = await proxy.client.post(PATH, json={**LOOP, "stream": True}, headers=AUTH)
     assert (response_.status_code, response_.content, route.call_count) == (200, other, 1)
+
+
+# --- what memory knows -------------------------------------------------------------------------------------------
+
+
+async def test_the_retry_keeps_the_reasoning_memory_captured_for_this_key(upstream) -> None:
+    minted = [REASONING, CALL, CUSTOM]  # ACCEPTED's output: minted for this client's key, and captured
+    switched = body_of([USER, FOREIGN, CALL_1, output("call_1"), *minted, output(CALL["call_id"]), output(CUSTOM["call_id"], kind="custom_tool_call_output")],
+                       tools=TOOLS)
+    route = scripted(upstream, "/responses", accepted(), refusal(), accepted(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=AUTH)).status_code == 200
+        response_ = await proxy.client.post(PATH, json=switched, headers=AUTH)
+        assert response_.status_code == 200 and response_.headers["x-toolmend-repairs"] == "TM408=1,TM405=1"
+        retry = orjson.loads(sent(route)[2])
+        assert encrypted_reasoning(retry) == [REASONING]  # only the foreign reasoning went
+        # Remembered: the next request leaves FOREIGN out before it is sent, and keeps REASONING.
+        assert (await proxy.client.post(PATH, json=switched, headers=AUTH)).headers["x-toolmend-repairs"] == "TM408=1,TM405=1"
+    assert route.call_count == 4 and orjson.loads(sent(route)[3]) == retry
