@@ -354,7 +354,7 @@ async def test_what_was_refused_is_left_out_of_the_tenant_s_next_requests_before
         remembered = await proxy.client.post(PATH, json=later, headers=HEADERS)
         other_key = await proxy.client.post(PATH, json=later, headers={**HEADERS, "authorization": "Bearer sk-ant-another-key-000"})
     assert (remembered.status_code, route.call_count) == (200, 4)
-    first, retry, unrefused, untouched = (orjson.loads(body) for body in sent(route))
+    _, retry, unrefused, _ = (orjson.loads(body) for body in sent(route))
     assert thinking_in(unrefused) == [] and unrefused["messages"][:5] == retry["messages"]
     assert remembered.headers["x-toolmend-repairs"] == "TM513=2"
     assert sent(route)[3] == orjson.dumps(later) and "x-toolmend-repairs" not in other_key.headers  # memory is per tenant
