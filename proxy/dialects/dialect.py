@@ -114,8 +114,8 @@ STREAMED = 200
 @dataclass(frozen=True, slots=True)
 class Blobs:
     """How the signed thinking or encrypted reasoning a refusal is about is found: in a request body (``carried``;
-    None for a block or item that carries none), by which ids the remembered turns that may hold it are recalled (``recall_keys``), and in
-    such a turn (``minted``)."""
+    None for a block or item that carries none), by which ids the remembered turns that may hold it are recalled
+    (``recall_keys``), and in such a turn (``minted``)."""
 
     carried: Callable[[dict[str, Any]], list[Any]]
     recall_keys: Callable[[dict[str, Any]], list[str]]
@@ -177,7 +177,7 @@ def retry(fix: RefusalFix, sent: dict[str, Any], profile: Profile, policy: Polic
 
 
 def _encoded(result: Result | None) -> tuple[bytes, Counter[str]] | None:
-    """What ``Dialect.retry`` answers for the body a dialect's rules made of a refused request: that body encoded, with
+    """What ``retry`` answers for the body a dialect's rules made of a refused request: that body encoded, with
     what was changed by rule code; None when there is none, or when it nests too deep to encode again (the refusal then
     goes to the client)."""
     if result is None:
