@@ -21,6 +21,7 @@ from proxy.forward import Upstream
 from proxy.limits import BodyDeadline
 from proxy.memory import Store, open_store, redact
 from proxy.memory.guarded import GuardedStore
+from proxy.memory.refusals import Noted
 from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
@@ -68,6 +69,7 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             store=memory,
             policy=Policy(orphans=settings.orphan_policy, thinking=settings.thinking_policy),
             metrics=metrics,
+            refusals=Noted(settings.memory_ttl),
         )
         await _announce_memory(memory, settings, given=store is not None)
         try:

@@ -164,29 +164,31 @@ class _Replayed(httpx.AsyncByteStream):
         await self.stream.aclose()
 
 
-async def peek(upstream: httpx.Response, limit: int) -> bytes | None:
+async def peek(upstream: httpx.Response, limit: int, until: Callable[[bytes], bool] | None = None) -> bytes | None:
     """The whole body of an answer when it is at most ``limit`` bytes; else None (larger, or the upstream broke off).
-    Either way the answer is still relayed as it was received: its body starts again with what was read."""
+    With ``until`` (fed every chunk read), reading stops at the first chunk it answers True for: what was read by then
+    is answered (a stream's first event, which nothing after it is kept waiting for). Either way the answer is still
+    relayed as it was received: its body starts again with what was read."""
     stream = async_stream(upstream)
     chunks = aiter(stream)
     read: list[bytes] = []
     try:
-        larger = await _read_into(read, chunks, limit)
+        stopped = await _read_into(read, chunks, limit, until)
     except httpx.HTTPError as exc:
         upstream.stream = _Replayed(read, stream, None, exc)
         return None
-    upstream.stream = _Replayed(read, stream, chunks if larger else None, None)
-    return None if larger else b"".join(read)
+    upstream.stream = _Replayed(read, stream, chunks if stopped else None, None)
+    return None if stopped and until is None else b"".join(read)
 
 
-async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], limit: int) -> bool:
-    """Append ``chunks`` to ``read`` until they end (False) or come to more than ``limit`` bytes (True: the rest is
-    left unread). An error reading them is raised with ``read`` holding what came before it."""
+async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], limit: int, until: Callable[[bytes], bool] | None = None) -> bool:
+    """Append ``chunks`` to ``read`` until they end (False), come to more than ``limit`` bytes or ``until`` answers True
+    for one (True: the rest is left unread). An error reading them is raised with ``read`` holding what came before it."""
     size = 0
     async for chunk in chunks:
         read.append(chunk)
         size += len(chunk)
-        if size > limit:
+        if size > limit or (until is not None and until(chunk)):
             return True
     return False
 

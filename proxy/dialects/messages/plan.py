@@ -31,7 +31,8 @@ from proxy.dialects.messages.rules import (
 )
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
-from proxy.repair.context import Context, Recalled
+from proxy.dialects.refusal import EVERY, Leaving, Refusing
+from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
@@ -107,14 +108,15 @@ def _client_tools(tools: Any) -> list[dict[str, Any]]:
 RETRY_RULES: tuple[RepairRule, ...] = (refused_signature, thinking_required)
 
 
-def retried(body: dict[str, Any], profile: Profile, policy: Policy) -> Result | None:
+def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving = EVERY) -> Result | None:
     """The body to send once more after the upstream refused a thinking signature in ``body`` (what was sent: the
     repaired body, or the client's), with the findings; None when there was no thinking to remove, or under thinking
     policy ``reject`` (the refusal then goes to the client)."""
     messages = body.get("messages")
     if policy.thinking != "drop" or type(messages) is not list:
         return None
-    ctx = Context(list(messages), None, {}, policy, profile, request=body)
+    ctx = Refusing(list(messages), None, {}, policy, profile, request=body)
+    ctx.leaving = leaving
     if refused(ctx, RETRY_RULES) or not any(finding.code == refused_signature.RULE.code for finding in ctx.findings):
         return None
     return Result(thinking.sent(body, ctx.messages, ctx.findings), tuple(ctx.findings))
