@@ -10,13 +10,20 @@ as it arrived. The answers carry the shapes the fixtures exist for:
   and the server's ``rs_``/``fc_`` ids before the call (Codex sends ``store: false``);
 * Qwen Code (Chat Completions, ``OPENAI_BASE_URL``): a plain tool call, whose result it sends back as text parts.
 
-The versions the fixtures were captured with (install them, then run)::
+The versions the fixtures were captured with (their packages ask for node 22; node 20 runs them with a warning),
+installed, then run::
 
     npm install --prefix /tmp/clis @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @qwen-code/qwen-code@0.24.0
     .venv/bin/python -m tests.support.cli_capture --clis /tmp/clis --out /tmp/captured
 
-then copy the bodies that carry the tool history to ``tests/fixtures/clis/`` through ``--scrub`` (which replaces
-the temporary directory and the host's name in place, byte for byte otherwise). No real key or host is used: the
+The fixtures are each session's third request (two tool results in its history), copied through ``--scrub``, which
+replaces what names the machine or the run (the temporary directory, the host, the kernel, Claude Code's device id)
+in place, every other byte staying the CLI's::
+
+    python -m tests.support.cli_capture --scrub /tmp/captured/claude-code-03-v1_messages.json tests/fixtures/clis/claude-code-adaptive.json
+
+and likewise ``claude-code-enabled-03-v1_messages.json`` (``claude-code-enabled.json``), ``codex-03-v1_responses.json``
+(``codex.json``), ``qwen-code-03-v1_chat_completions.json`` (``qwen-code.json``). No real key or host is used: the
 CLIs get a dummy key and talk to 127.0.0.1 only.
 """
 
@@ -155,13 +162,13 @@ class _Recorder(BaseHTTPRequestHandler):
     count = 0
     lock = threading.Lock()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"[{self.cli}] {self.command} {self.path}\n")
 
-    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+    def do_GET(self) -> None:
         self._json(200, {"object": "list", "data": []})
 
-    def do_POST(self) -> None:  # noqa: N802 - the base class's name
+    def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         with self.lock:
             type(self).count += 1
@@ -242,8 +249,7 @@ def capture(clis: Path, out: Path, only: list[str]) -> None:
 
 
 def scrub(source: Path, target: Path) -> None:
-    """Copy a captured body with what names this machine or run replaced (the temporary directory, the host, the
-    kernel, Claude Code's device id): in place, so every other byte is the CLI's."""
+    """Copy a captured body with what names this machine or run replaced, in place: every other byte is the CLI's."""
     raw = source.read_bytes()
     for pattern, fixed in ((rb"cli-capture-[a-z0-9_]{8}", b"cli-capture-xxxxxxxx"), (re.escape(socket.gethostname().encode()), b"host"),
                            (rb"Linux [0-9][0-9.]*-[A-Za-z0-9.-]+", b"Linux 6.1.0"), (rb'device_id\\":\\"[0-9a-f]+', rb'device_id\\":\\"0')):
