@@ -48,6 +48,9 @@ class Profile:
     adjacent_results: bool = True
     #: The longest call id the provider accepts (E-ID-40; the Responses API allows 64, RS-14).
     max_id_length: int = 40
+    #: Tool message content must be a plain string: the provider refuses an array of text parts, which OpenAI takes
+    #: (GR-2, MI-9: Groq, Mistral, vLLM). TM205 joins the parts for these profiles only.
+    string_tool_content: bool = False
 
     def is_clean(self, messages: list[Any]) -> bool:
         """True when none of the profile's rules has anything to do (the universal check ran first)."""
@@ -89,7 +92,7 @@ PROFILES: dict[str, Profile] = {
         Profile("openai", "OpenAI and Azure OpenAI: the universal rules only",
                 hosts=("api.openai.com", "openai.azure.com", "cognitiveservices.azure.com")),
         Profile("mistral", "Mistral API and mistral_common servers: 9-character ids, a bridge after tool results, closed schema",
-                (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",),
+                (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",), string_tool_content=True,
                 models=("mistral-*", "magistral-*", "codestral-*", "devstral-*", "ministral-*", "pixtral-*", "open-mistral-*", "open-mixtral-*")),
         Profile("deepseek", "DeepSeek (and Kimi) thinking mode: reasoning_content on every tool-call turn",
                 (reasoning_content,), hosts=("api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn"),
@@ -103,9 +106,9 @@ PROFILES: dict[str, Profile] = {
         Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", (empty_string_content,), hosts=("api.x.ai",),
                 models=("grok-*",)),
         Profile("groq", "Groq, Cerebras, Fireworks: the OpenAI schema, closed (no reasoning fields, no stray keys)",
-                (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai")),
+                (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai"), string_tool_content=True),
         Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present, one system message first",
-                (non_object_arguments, content_key, system_not_first)),
+                (non_object_arguments, content_key, system_not_first), string_tool_content=True),
         Profile("zai", "Z.AI (Zhipu GLM): the universal rules only (its Anthropic endpoint: system messages folded)",
                 hosts=("api.z.ai", "open.bigmodel.cn"), models=("glm-*",)),
     )

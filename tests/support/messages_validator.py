@@ -259,7 +259,7 @@ def _block_shape(n: int, k: int, block: Any, shift: int, profile: Profile) -> Vi
     if kind == "thinking":
         if "signature" not in block and not _unsigned_ok(block, profile):
             return Violation("AM-15", f"{path}.thinking.signature: Field required", index=n)
-        if block.get("thinking") == "":
+        if block.get("thinking") == "" and not block.get("signature"):  # signed empty text: ``display: "omitted"``
             return Violation("AM-16", f"{path}.thinking.thinking: each thinking block must contain thinking", index=n)
     elif kind in ("tool_use", SERVER_TOOL_USE):
         pattern = TOOL_USE_ID_PATTERN if kind == "tool_use" else SERVER_TOOL_USE_ID_PATTERN

@@ -99,8 +99,9 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     mark(position)
                 if kind == "thinking":
                     signature = block.get("signature")
-                    if (not thinking_first or block.get("thinking") == ""  # TM509, TM505
-                            or (strips_unsigned and (type(signature) is not str or not signature))):  # TM506
+                    unsigned = type(signature) is not str or not signature
+                    # TM509; TM505 (empty and unsigned: a signed empty block is valid), TM506
+                    if not thinking_first or (unsigned and (block.get("thinking") == "" or strips_unsigned)):
                         broken = True
                         mark(position)
                 elif kind == "redacted_thinking":
@@ -214,11 +215,9 @@ def may_change(message: Any, strips_unsigned: bool) -> bool:
             if not thinking_first:
                 return True  # TM509
             if kind == "thinking":
-                if block.get("thinking") == "":
-                    return True  # TM505 (empty_thinking.is_empty_thinking)
                 signature = block.get("signature")
-                if strips_unsigned and (type(signature) is not str or not signature):
-                    return True  # TM506 (unsigned_thinking.is_unsigned)
+                if (type(signature) is not str or not signature) and (block.get("thinking") == "" or strips_unsigned):
+                    return True  # TM505 (empty_thinking.is_empty_thinking), TM506 (unsigned_thinking.is_unsigned)
     last = content[-1] if content else None
     return assistant and type(last) is dict and last.get("type") in _THINKING  # TM507
 
