@@ -8,7 +8,7 @@ import orjson
 import pytest
 import respx
 
-from proxy.dialects.capture import CaptureLimit
+from proxy.dialects.capture import CaptureLimit, Cut
 from proxy.relay import relay_answer
 from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD
@@ -210,6 +210,7 @@ class ReaderOf:
     what it read is one turn."""
 
     abandoned = False
+    cut = Cut()
 
     def __init__(self, terminal: bytes | None) -> None:
         self.terminal = terminal
@@ -230,7 +231,7 @@ class CaptureOf:
     def __init__(self, terminal: bytes | None) -> None:
         self.terminal = terminal
 
-    def from_json(self, body: bytes):
+    def from_json(self, body: bytes, cut: Cut | None = None):
         return []
 
     def stream(self, max_bytes: int | None) -> ReaderOf:

@@ -3,7 +3,8 @@ dialect's stream capture shares (``proxy/dialects/*/capture.py``), so each reads
 
 What the framing handles: a UTF-8 BOM, CRLF and lone CR line ends split anywhere, multi-line ``data``, events
 whose blank line is missing between them, ``data: [DONE]``, and ``max_bytes``. Only the unfinished last line is
-buffered, each complete event is parsed once, and nothing raises. An event whose terminating blank line never
+buffered, each complete event is parsed once (one too dense to be part of a turn, never: ``too_dense``), and
+nothing raises. An event whose terminating blank line never
 arrived is not counted, as the SSE spec prescribes.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.capture import Cut, too_dense
 from proxy.turns import Turn
 
 _loads = orjson.loads
@@ -27,9 +29,12 @@ class EventStreamReader:
     Once the stream passes ``max_bytes`` the reader lets go of everything it held (``_abandon``, which a
     subclass extends to drop its own state), reads nothing more and sets ``abandoned``: the relay goes on,
     and ``turns`` is empty. ``finished`` turns True at ``data: [DONE]``; a subclass sets ``_done`` at its
-    protocol's own terminal event too."""
+    protocol's own terminal event too.
 
-    __slots__ = ("_data", "_done", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
+    ``cut`` counts what the reader left out: events too dense to read, and what a subclass leaves out as it reads
+    (``_left_out``) and when it makes its turns (``_turn_cut``, made anew by each ``turns``)."""
+
+    __slots__ = ("_data", "_done", "_left_out", "_read", "_skip_lf", "_started", "_tail", "_turn_cut", "abandoned", "max_bytes")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         self.max_bytes = max_bytes
@@ -40,6 +45,8 @@ class EventStreamReader:
         self._data: list[bytes] = []  # ``data:`` values of the event being read
         self._skip_lf = False  # the previous chunk ended in ``\r``: a leading ``\n`` completes that CRLF
         self._started = False  # the first line may carry a UTF-8 BOM, which SSE says to ignore
+        self._left_out = Cut()
+        self._turn_cut = Cut()
 
     def feed(self, chunk: bytes | bytearray | memoryview | str) -> None:
         """Consume one raw chunk of the stream. Never raises."""
@@ -53,6 +60,11 @@ class EventStreamReader:
             self._feed(chunk)
         except Exception:  # noqa: BLE001 - capture is best effort; the relay must go on even if this reader is confused
             pass
+
+    @property
+    def cut(self) -> Cut:
+        """What the turns read so far leave out of the stream."""
+        return Cut(self._left_out.entries + self._turn_cut.entries)
 
     @property
     def finished(self) -> bool:
@@ -111,6 +123,9 @@ class EventStreamReader:
         raw = data[0] if len(data) == 1 else b"\n".join(data)
         if raw == b"[DONE]":
             self._done = True
+            return
+        if too_dense(raw):
+            self._left_out.entries += 1
             return
         try:
             obj = _loads(raw)
