@@ -27,7 +27,7 @@ import httpx
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from proxy.dialects.capture import LARGE_ANSWER_BYTES, Capture, CaptureLimit, Cut, StreamReader
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, Capture, CaptureLimit, Cut, ReadAside, StreamReader
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
 from proxy.turns import Turn
@@ -96,7 +96,7 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
         return StreamRelay(upstream, headers)
     if upstream.headers.get("content-type", "").startswith("text/event-stream"):
-        reader = capture.stream(limit.max_bytes)
+        reader = ReadAside(capture.stream(limit.max_bytes))
 
         async def remember_stream() -> None:
             if reader.abandoned:
@@ -107,7 +107,7 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
             if turns:
                 await remember(turns)
 
-        return StreamRelay(upstream, headers, reader, remember_stream)
+        return StreamRelay(upstream, headers, reader, remember_stream, body=reader.body(async_stream(upstream)))
     chunks = aiter(async_stream(upstream))
     read: list[bytes] = []
     try:

@@ -223,6 +223,13 @@ class ReaderOf:
     def feed(self, chunk: bytes) -> None:
         self.fed.append(chunk)
 
+    def feed_aside(self, chunk: bytes) -> bool:
+        self.feed(chunk)
+        return False
+
+    def read_held(self) -> None:
+        pass
+
     def turns(self):
         return [make_turn([call("call_any")])]
 

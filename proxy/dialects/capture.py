@@ -8,9 +8,10 @@ only what is part of a turn (``bounded``) and count what they leave out (``Cut``
 hold more values than any turn could keep is not parsed at all (``too_dense``).
 """
 
+import asyncio
 import codecs
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,8 +35,8 @@ MAX_TURNS = 128
 MAX_PARTS = 1024
 #: An answer, or one streamed event, that may hold more values than this is not parsed at all: it cannot be a turn.
 MAX_READ_VALUES = 4 * MAX_VALUES
-#: A JSON answer larger than this is read into turns in a thread, beside the event loop.
-LARGE_ANSWER_BYTES = 256 * 1024
+#: A JSON answer, or one streamed event, larger than this is read in a thread, beside the event loop.
+LARGE_ANSWER_BYTES = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -53,9 +54,13 @@ class StreamReader(Protocol):
     ``response.completed``, Messages' ``message_stop``): the relay holds that chunk back until the turns are
     stored, so a client that answers the instant it reads the end finds its calls remembered. Past
     ``max_bytes`` the reader gives up, sets ``abandoned`` and returns no turns; the relay goes on. ``cut``
-    counts what its turns leave out of the stream."""
+    counts what its turns leave out of the stream.
 
-    abandoned: bool
+    ``feed`` reads every event a chunk completes; ``feed_aside`` leaves the large ones for ``read_held``, which
+    ``ReadAside`` runs in a thread."""
+
+    @property
+    def abandoned(self) -> bool: ...
 
     @property
     def cut(self) -> Cut: ...
@@ -65,7 +70,57 @@ class StreamReader(Protocol):
 
     def feed(self, chunk: bytes) -> None: ...
 
+    def feed_aside(self, chunk: bytes) -> bool: ...
+
+    def read_held(self) -> None: ...
+
     def turns(self) -> list[Turn]: ...
+
+
+class ReadAside:
+    """A stream reader as the relay sees it when the answer's ``body`` feeds it: ``body`` reads the large events
+    of each chunk in a thread, beside the event loop, before the chunk goes on, so what the relay asks of it next
+    (``finished``, ``turns``) is as it would be had it read them itself; ``feed`` does nothing. A relay stopped while
+    the thread reads gets no turns from it: that thread may still be making them."""
+
+    __slots__ = ("_reading", "reader")
+
+    def __init__(self, reader: StreamReader) -> None:
+        self.reader = reader
+        self._reading = False
+
+    @property
+    def abandoned(self) -> bool:
+        return self.reader.abandoned
+
+    @property
+    def cut(self) -> Cut:
+        return self.reader.cut
+
+    @property
+    def finished(self) -> bool:
+        return self.reader.finished
+
+    def feed(self, chunk: bytes) -> None:
+        """Nothing: ``body`` fed the chunk already."""
+
+    def feed_aside(self, chunk: bytes) -> bool:
+        return self.reader.feed_aside(chunk)
+
+    def read_held(self) -> None:
+        self.reader.read_held()
+
+    def turns(self) -> list[Turn]:
+        return [] if self._reading else self.reader.turns()
+
+    async def body(self, chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+        """``chunks`` as they come, each fed to the reader first."""
+        async for chunk in chunks:
+            if self.reader.feed_aside(chunk):
+                self._reading = True
+                await asyncio.to_thread(self.reader.read_held)
+                self._reading = False
+            yield chunk
 
 
 class Capture(Protocol):

@@ -261,6 +261,11 @@ class StreamCapture(EventStreamReader):
         super()._abandon()
         self._choices.clear()
 
+    def _lost(self) -> None:
+        # The chunk left out may have carried a piece of any call's arguments: no call can be trusted whole.
+        self._left_out.entries += len(self._choices)
+        self._choices.clear()
+
     def _apply(self, obj: Any) -> None:
         if type(obj) is dict and obj.get("error"):
             return

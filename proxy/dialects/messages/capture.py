@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.capture import MAX_ENTRIES, MAX_PARTS, Cut, Readers, bounded, read_answer
+from proxy.dialects.capture import MAX_ENTRIES, MAX_PARTS, Cut, Readers, bounded, read_answer, too_dense
 from proxy.dialects.messages.blocks import Block, is_tool_use
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
@@ -122,7 +122,8 @@ class _OpenBlock:
         The concatenated ``partial_json`` replaces the skeleton's ``input`` (no text at all means ``{}``). Input
         that is not a JSON object is not kept anywhere: the API only ever sends objects, a block carrying
         anything else would be rejected when replayed (AM-8), and replacing it with ``{}`` would re-insert a
-        call with arguments the model never chose. The block is dropped and its id is not remembered."""
+        call with arguments the model never chose. The block is dropped and its id is not remembered; so is one whose
+        input is ``too_dense`` to be part of a turn."""
         block = self.block
         for field, pieces in self.pieces.items():
             block[field] = "".join(pieces)
@@ -130,6 +131,8 @@ class _OpenBlock:
             text = "".join(self.json)
             if not text.strip():
                 block["input"] = {}
+            elif too_dense(text):
+                return None
             else:
                 try:
                     value = orjson.loads(text)
@@ -166,6 +169,11 @@ class MessagesStreamCapture(EventStreamReader):
         self._open.clear()
         self._closed.clear()
 
+    def _lost(self) -> None:
+        # The event left out may have been a delta of any open block: none of them can be trusted whole.
+        self._left_out.entries += len(self._open)
+        self._open.clear()
+
     def _apply(self, obj: Any) -> None:
         if type(obj) is not dict:
             return
@@ -189,6 +197,8 @@ class MessagesStreamCapture(EventStreamReader):
                 closed = self._open.pop(index).close()
                 if closed is not None:
                     self._closed.append((index, closed))
+                else:
+                    self._left_out.entries += 1
         elif kind == "message_start":
             message = obj.get("message")
             message_id = message.get("id") if type(message) is dict else None
