@@ -54,10 +54,7 @@ class StreamReader(Protocol):
     ``response.completed``, Messages' ``message_stop``): the relay holds that chunk back until the turns are
     stored, so a client that answers the instant it reads the end finds its calls remembered. Past
     ``max_bytes`` the reader gives up, sets ``abandoned`` and returns no turns; the relay goes on. ``cut``
-    counts what its turns leave out of the stream.
-
-    ``feed`` reads every event a chunk completes; ``feed_aside`` leaves the large ones for ``read_held``, which
-    ``ReadAside`` runs in a thread."""
+    counts what its turns leave out of the stream."""
 
     @property
     def abandoned(self) -> bool: ...
@@ -70,11 +67,16 @@ class StreamReader(Protocol):
 
     def feed(self, chunk: bytes) -> None: ...
 
+    def turns(self) -> list[Turn]: ...
+
+
+class EventReader(StreamReader, Protocol):
+    """A dialect's stream reader: ``feed`` reads every event a chunk completes; ``feed_aside`` leaves the large
+    ones for ``read_held``, which ``ReadAside`` runs in a thread."""
+
     def feed_aside(self, chunk: bytes) -> bool: ...
 
     def read_held(self) -> None: ...
-
-    def turns(self) -> list[Turn]: ...
 
 
 class ReadAside:
@@ -85,7 +87,7 @@ class ReadAside:
 
     __slots__ = ("_reading", "reader")
 
-    def __init__(self, reader: StreamReader) -> None:
+    def __init__(self, reader: EventReader) -> None:
         self.reader = reader
         self._reading = False
 
@@ -103,12 +105,6 @@ class ReadAside:
 
     def feed(self, chunk: bytes) -> None:
         """Nothing: ``body`` fed the chunk already."""
-
-    def feed_aside(self, chunk: bytes) -> bool:
-        return self.reader.feed_aside(chunk)
-
-    def read_held(self) -> None:
-        self.reader.read_held()
 
     def turns(self) -> list[Turn]:
         return [] if self._reading else self.reader.turns()
@@ -128,7 +124,7 @@ class Capture(Protocol):
         """The turns of a complete JSON answer; what they leave out of it is counted in ``cut``."""
         ...
 
-    def stream(self, max_bytes: int | None) -> StreamReader:
+    def stream(self, max_bytes: int | None) -> EventReader:
         """A reader for one event-stream answer."""
         ...
 
@@ -138,12 +134,12 @@ class Readers:
     """A ``Capture`` made of a dialect's two readers: a function for JSON bodies, a reader class for streams."""
 
     json: Callable[[bytes, Cut | None], list[Turn]]
-    events: Callable[[int | None], StreamReader]
+    events: Callable[[int | None], EventReader]
 
     def from_json(self, body: bytes, cut: Cut | None = None) -> list[Turn]:
         return self.json(body, cut)
 
-    def stream(self, max_bytes: int | None) -> StreamReader:
+    def stream(self, max_bytes: int | None) -> EventReader:
         return self.events(max_bytes)
 
 
@@ -163,6 +159,9 @@ class CaptureLimit:
             log.info("upstream answer held more than a remembered turn may (entries that are no part of one, or past %d "
                      "entries, %d levels or %d values): %d left out", MAX_ENTRIES, MAX_DEPTH, MAX_VALUES, cut.entries)
             self.gave_up("bounds")
+
+
+_NESTED = (dict, list)
 
 
 class _Over(Exception):
@@ -191,15 +190,13 @@ def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut) -
 
 
 def _copied(value: Any, depth: int, budget: list[int]) -> Any:
-    budget[0] -= 1
+    """A copy of a container at ``depth``; its own values count against ``budget`` (scalars are shared: immutable)."""
+    budget[0] -= len(value)
     if budget[0] < 0 or depth > MAX_DEPTH:
         raise _Over
-    kind = type(value)
-    if kind is dict:
-        return {key: _copied(inner, depth + 1, budget) for key, inner in value.items()}
-    if kind is list:
-        return [_copied(inner, depth + 1, budget) for inner in value]
-    return value  # immutable
+    if type(value) is dict:
+        return {key: _copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for key, inner in value.items()}
+    return [_copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for inner in value]
 
 
 def read_answer(body: bytes | bytearray | memoryview | str, cut: Cut) -> Any:
