@@ -15,7 +15,7 @@ import pytest
 import respx
 
 import proxy.dialects.sse
-from proxy.dialects.capture import LARGE_ANSWER_BYTES, Cut, MAX_DEPTH, MAX_ENTRIES, MAX_READ_VALUES, MAX_VALUES
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_READ_VALUES, MAX_VALUES, Cut
 from proxy.dialects.chat.capture import StreamCapture
 from proxy.dialects.chat.capture import turns_from_json as chat_turns
 from proxy.dialects.messages.capture import MessagesStreamCapture
@@ -25,20 +25,8 @@ from proxy.dialects.responses.capture import ResponsesStreamCapture
 from proxy.dialects.responses.capture import turns_from_json as responses_turns
 from proxy.dialects.responses.view import view_turn as responses_view
 from tests.support.processes import RedisServer
-from tests.support.proxy_fixtures import (
-    AUTH,
-    UPSTREAM,
-    ScriptedStream,
-    call,
-    chunk,
-    completion,
-    delta,
-    event,
-    make_settings,
-    running_proxy,
-    sse_response,
-    tenant_for,
-)
+from tests.support.proxy_fixtures import AUTH, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings
+from tests.support.proxy_fixtures import running_proxy, sse_response, tenant_for
 from tests.test_capture_limit import abandoned
 
 #: Empty objects beside the call: more than LARGE_ANSWER_BYTES of them, fewer values than MAX_READ_VALUES.
