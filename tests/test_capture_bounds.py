@@ -241,3 +241,13 @@ def test_the_recall_view_reads_no_more_of_a_stored_turn_than_a_turn_keeps(view: 
     viewed = view({key: counted(stored, read)})
     assert len(viewed["tool_calls"]) == 1
     assert read[0] == MAX_ENTRIES
+
+
+def test_a_chat_call_whose_chunk_was_too_dense_to_read_is_not_remembered() -> None:
+    """That chunk may have carried a piece of its arguments: the call is dropped, never kept with what is left."""
+    capture = StreamCapture()
+    start = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": '}}
+    capture.feed(event(chunk([delta(tool_calls=[start])])))
+    capture.feed(event(chunk([delta(tool_calls=[{"index": 0, "function": {"arguments": "1"}, "padding": [{}] * DENSE}])])))
+    capture.feed(event(chunk([delta(tool_calls=[{"index": 0, "function": {"arguments": "}"}}])])))
+    assert capture.turns() == [] and capture.cut.entries == 2
