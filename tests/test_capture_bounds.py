@@ -3,6 +3,7 @@ hundred thousand, blocks past any turn's size, input nested past any call's) is 
 every store; an answer too dense to be a turn is not parsed at all; large answers and events are parsed beside the
 event loop; the recall view reads no more than a turn keeps; and what was left out is counted and logged."""
 
+import asyncio
 import logging
 import threading
 import tracemalloc
@@ -15,7 +16,7 @@ import pytest
 import respx
 
 import proxy.dialects.sse
-from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_READ_VALUES, MAX_VALUES, Cut
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_READ_VALUES, MAX_VALUES, Cut, ReadAside
 from proxy.dialects.chat.capture import StreamCapture
 from proxy.dialects.chat.capture import turns_from_json as chat_turns
 from proxy.dialects.messages.capture import MessagesStreamCapture
@@ -24,7 +25,7 @@ from proxy.dialects.messages.view import view_turn as messages_view
 from proxy.dialects.responses.capture import ResponsesStreamCapture
 from proxy.dialects.responses.capture import turns_from_json as responses_turns
 from proxy.dialects.responses.view import view_turn as responses_view
-from tests.support.processes import RedisServer
+from tests.support.processes import HANG_GUARD, RedisServer
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings
 from tests.support.proxy_fixtures import running_proxy, sse_response, tenant_for
 from tests.test_capture_limit import abandoned
@@ -251,3 +252,35 @@ def test_a_chat_call_whose_chunk_was_too_dense_to_read_is_not_remembered() -> No
     capture.feed(event(chunk([delta(tool_calls=[{"index": 0, "function": {"arguments": "1"}, "padding": [{}] * DENSE}])])))
     capture.feed(event(chunk([delta(tool_calls=[{"index": 0, "function": {"arguments": "}"}}])])))
     assert capture.turns() == [] and capture.cut.entries == 2
+
+
+class HeldRead(ResponsesStreamCapture):
+    """Its held events are read once ``release`` is set; ``started`` says the read began."""
+
+    __slots__ = ("release", "started")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release, self.started = threading.Event(), threading.Event()
+
+    def read_held(self) -> None:
+        self.started.set()
+        self.release.wait(HANG_GUARD)
+        super().read_held()
+
+
+async def test_a_relay_stopped_while_a_thread_reads_its_stream_gets_no_turns_from_it() -> None:
+    """The thread may still be making them: the relay's last look (``turns``) must not race it."""
+    reader = HeldRead()
+    aside = ReadAside(reader)
+    parts = padded_stream(PADDING)
+    body = aside.body(ScriptedStream(parts))
+    assert await anext(body) == parts[0]
+    assert await anext(body) == parts[1]
+    reading = asyncio.create_task(anext(body))  # the large event: read in the thread
+    assert await asyncio.to_thread(reader.started.wait, HANG_GUARD)
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    assert aside.turns() == []
+    reader.release.set()
