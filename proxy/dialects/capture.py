@@ -22,7 +22,7 @@ from proxy.turns import Turn
 log = logging.getLogger("toolmend")
 
 #: Most entries one turn keeps: the output items of a response, the content blocks of a message, the tool calls of
-#: a choice. Entries past it are left out.
+#: a choice. A turn is made of the first entries of an answer only; the ones past it are not even looked at.
 MAX_ENTRIES = 512
 #: Deepest nesting kept inside one entry (the entry itself is level 1); a deeper entry is left out.
 MAX_DEPTH = 32
@@ -169,14 +169,14 @@ class _Over(Exception):
 
 
 def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut) -> list[dict[str, Any]]:
-    """Copies of the ``entries`` one turn keeps, in order: those ``part_of_turn`` says are (objects, by the
-    dialect's test), each at most MAX_DEPTH deep, the first MAX_ENTRIES of them, while they come to at most
-    MAX_VALUES values in all. The values an entry left out took count against that budget too, so the work is
-    bounded by it. ``cut`` counts every entry left out."""
+    """Copies of the ``entries`` one turn keeps, in order: of the first MAX_ENTRIES, those ``part_of_turn`` says are
+    (objects, by the dialect's test), each at most MAX_DEPTH deep, while they come to at most MAX_VALUES values in
+    all. The values an entry left out took count against that budget too, so the work is bounded by it. ``cut``
+    counts every entry left out."""
     kept: list[dict[str, Any]] = []
     budget = [MAX_VALUES]
     for seen, entry in enumerate(entries):
-        if len(kept) == MAX_ENTRIES or budget[0] <= 0:
+        if seen == MAX_ENTRIES or budget[0] <= 0:
             cut.entries += len(entries) - seen
             break
         if type(entry) is not dict or not part_of_turn(entry):

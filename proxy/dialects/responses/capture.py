@@ -127,9 +127,9 @@ class ResponsesStreamCapture(EventStreamReader):
                 self._id = _response_id(response)
             output = response.get("output") if type(response) is dict else None
             if type(output) is list:
-                items = [(index, item) for index, item in enumerate(output) if type(item) is dict and is_item(item)]
-                self._left_out.entries += len(output) - len(items[:MAX_ENTRIES])
-                self._final_items = items[:MAX_ENTRIES]
+                first = output[:MAX_ENTRIES]
+                self._final_items = [(index, item) for index, item in enumerate(first) if type(item) is dict and is_item(item)]
+                self._left_out.entries += len(output) - len(self._final_items)
         elif kind == "error":
             self._done = True
 
