@@ -15,6 +15,7 @@ import orjson
 import pytest
 import respx
 
+import proxy.dialects.responses.capture
 import proxy.dialects.sse
 from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_READ_VALUES, MAX_VALUES, Cut, ReadAside
 from proxy.dialects.chat.capture import StreamCapture
@@ -156,6 +157,25 @@ async def test_a_large_event_is_parsed_beside_the_event_loop(monkeypatch: pytest
     small = {thread for size, thread in parses if size <= LARGE_ANSWER_BYTES}
     assert large and threading.get_ident() not in large
     assert small == {threading.get_ident()}  # the small events are read as they come, on the loop
+
+
+async def test_the_turn_of_a_large_stream_is_made_beside_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Making it walks and copies all it keeps (``bounded``)."""
+    made: list[int] = []
+    original = proxy.dialects.responses.capture.bounded
+
+    def recording(*args: Any) -> Any:
+        made.append(threading.get_ident())
+        return original(*args)
+
+    monkeypatch.setattr(proxy.dialects.responses.capture, "bounded", recording)
+    with respx.mock(base_url=UPSTREAM) as upstream:
+        upstream.post("/responses").mock(return_value=sse_response(ScriptedStream(padded_stream(PADDING))))
+        async with running_proxy(make_settings(memory="memory://")) as running:
+            response = await running.client.post(PATHS["responses"], json={**ASKED["responses"], "stream": True}, headers=AUTH)
+            assert response.status_code == 200
+            assert await running.state.store.recall(scope("responses"), ["call_pad"])
+    assert made and threading.get_ident() not in made
 
 
 def peak_while(function: Any, *args: Any) -> tuple[Any, int]:

@@ -85,11 +85,17 @@ class ReadAside:
     (``finished``, ``turns``) is as it would be had it read them itself; ``feed`` does nothing. A relay stopped while
     the thread reads gets no turns from it: that thread may still be making them."""
 
-    __slots__ = ("_reading", "reader")
+    __slots__ = ("_fed", "_reading", "reader")
 
     def __init__(self, reader: EventReader) -> None:
         self.reader = reader
         self._reading = False
+        self._fed = 0
+
+    @property
+    def large(self) -> bool:
+        """More than LARGE_ANSWER_BYTES went by: its turns are made in a thread too (``turns`` walks and copies them)."""
+        return self._fed > LARGE_ANSWER_BYTES
 
     @property
     def abandoned(self) -> bool:
@@ -112,6 +118,7 @@ class ReadAside:
     async def body(self, chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
         """``chunks`` as they come, each fed to the reader first."""
         async for chunk in chunks:
+            self._fed += len(chunk)
             if self.reader.feed_aside(chunk):
                 self._reading = True
                 await asyncio.to_thread(self.reader.read_held)
@@ -212,12 +219,12 @@ def read_answer(body: bytes | bytearray | memoryview | str, cut: Cut) -> Any:
     return orjson.loads(body)
 
 
-def too_dense(raw: bytes | bytearray | str) -> bool:
-    """Whether ``raw`` may hold more than MAX_READ_VALUES JSON values: every value but the first of an array or
-    object follows a comma, so commas, braces and brackets, counted without a parse, are at least as many. A string
-    full of commas counts too: an answer that dense is larger than any model writes."""
-    if len(raw) <= MAX_READ_VALUES:  # every value takes a byte at least
+def too_dense(raw: bytes | bytearray | str, limit: int = MAX_READ_VALUES) -> bool:
+    """Whether ``raw`` may hold more than ``limit`` JSON values: every value but the first of an array or object
+    follows a comma, so commas, braces and brackets, counted without a parse, are at least as many. A string full
+    of commas counts too: an answer that dense is larger than any model writes."""
+    if len(raw) <= limit:  # every value takes a byte at least
         return False
     if isinstance(raw, str):
-        return raw.count(",") + raw.count("{") + raw.count("[") > MAX_READ_VALUES
-    return raw.count(b",") + raw.count(b"{") + raw.count(b"[") > MAX_READ_VALUES
+        return raw.count(",") + raw.count("{") + raw.count("[") > limit
+    return raw.count(b",") + raw.count(b"{") + raw.count(b"[") > limit

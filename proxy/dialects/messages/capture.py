@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.capture import MAX_ENTRIES, MAX_PARTS, Cut, Readers, bounded, read_answer, too_dense
+from proxy.dialects.capture import MAX_ENTRIES, MAX_PARTS, MAX_VALUES, Cut, Readers, bounded, read_answer, too_dense
 from proxy.dialects.messages.blocks import Block, is_tool_use
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
@@ -123,7 +123,7 @@ class _OpenBlock:
         that is not a JSON object is not kept anywhere: the API only ever sends objects, a block carrying
         anything else would be rejected when replayed (AM-8), and replacing it with ``{}`` would re-insert a
         call with arguments the model never chose. The block is dropped and its id is not remembered; so is one whose
-        input is ``too_dense`` to be part of a turn."""
+        input may hold more values than a turn keeps (``too_dense``: it is not parsed)."""
         block = self.block
         for field, pieces in self.pieces.items():
             block[field] = "".join(pieces)
@@ -131,7 +131,7 @@ class _OpenBlock:
             text = "".join(self.json)
             if not text.strip():
                 block["input"] = {}
-            elif too_dense(text):
+            elif too_dense(text, MAX_VALUES):
                 return None
             else:
                 try:
