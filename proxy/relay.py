@@ -3,10 +3,10 @@
 Event streams go out chunk by chunk as they arrive, never buffered, while the dialect's stream reader
 (``proxy.dialects.capture.Capture``) reads the tool calls in them; other bodies stream through as raw
 bytes. A JSON answer is read once so its tool calls can be remembered, up to ``--max-capture-bytes``: a
-larger one is relayed as it arrives, unremembered. A JSON answer or streamed event over ``LARGE_ANSWER_BYTES`` is
-read into turns in a thread (for a stream, ``ReadAside``; a stream over it has its turns made there too); what the
-turns leave out of an answer (``proxy.dialects.capture.bounded``) is logged and counted. When the client goes away mid-stream the upstream
-stream is closed at once, not when the next chunk happens to arrive.
+larger one is relayed as it arrives, unremembered. A JSON answer or streamed event over ``LARGE_ANSWER_BYTES``
+is read into turns in a thread (for a stream, ``ReadAside``; a stream over it has its turns made there too);
+what the turns leave out of an answer (``proxy.dialects.capture.bounded``) is logged and counted. When the
+client goes away mid-stream the upstream stream is closed at once, not when the next chunk happens to arrive.
 
 Read your writes: the last byte of an answer reaches the client only once the store has the answer's
 turns, so a client that answers a tool call the instant the answer ends finds the call remembered on

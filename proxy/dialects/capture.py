@@ -83,7 +83,8 @@ class ReadAside:
     """A stream reader as the relay sees it when the answer's ``body`` feeds it: ``body`` reads the large events
     of each chunk in a thread, beside the event loop, before the chunk goes on, so what the relay asks of it next
     (``finished``, ``turns``) is as it would be had it read them itself; ``feed`` does nothing. A relay stopped while
-    the thread reads gets no turns from it: that thread may still be making them."""
+    the thread reads gets no turns from it: that thread may still be making them. Past LARGE_ANSWER_BYTES in all,
+    the stream is ``large``: the relay makes its turns in a thread too."""
 
     __slots__ = ("_fed", "_reading", "reader")
 
