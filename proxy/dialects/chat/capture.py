@@ -68,8 +68,8 @@ def _choices_with(obj: Any, key: str) -> Iterator[tuple[dict[str, Any], dict[str
 
 
 def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None = None) -> list[Turn]:
-    """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls (of the first
-    MAX_TURNS choices), what they leave out counted in ``cut``.
+    """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls (MAX_TURNS at
+    most), what they leave out counted in ``cut``.
 
     ``tool_calls`` entries are returned exactly as the upstream sent them (every key, in order), so that a
     re-inserted turn is byte-for-byte what the upstream produced (S13: e.g. Gemini's ``extra_content``
