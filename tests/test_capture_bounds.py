@@ -17,7 +17,7 @@ import respx
 
 import proxy.dialects.responses.capture
 import proxy.dialects.sse
-from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_READ_VALUES, MAX_VALUES, Cut, ReadAside
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_PARTS, MAX_READ_VALUES, MAX_VALUES, Cut, ReadAside
 from proxy.dialects.chat.capture import StreamCapture
 from proxy.dialects.chat.capture import turns_from_json as chat_turns
 from proxy.dialects.messages.capture import MessagesStreamCapture
@@ -304,3 +304,16 @@ async def test_a_relay_stopped_while_a_thread_reads_its_stream_gets_no_turns_fro
         await reading
     assert aside.turns() == []
     reader.release.set()
+
+
+def test_a_streamed_text_block_gathers_at_most_max_parts_citations() -> None:
+    capture = MessagesStreamCapture()
+    citation = {"type": "char_location", "cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1}
+    capture.feed(event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+    for _ in range(MAX_PARTS + 100):
+        capture.feed(event({"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": citation}}))
+    capture.feed(event({"type": "content_block_stop", "index": 0}))
+    capture.feed(event({"type": "content_block_start", "index": 1, "content_block": TOOL_USE}))
+    capture.feed(event({"type": "content_block_stop", "index": 1}))
+    (turn,) = capture.turns()
+    assert len(turn["blocks"][0]["citations"]) == MAX_PARTS
