@@ -47,8 +47,9 @@ class Metrics:
                                multiprocess_mode="livemin")
         self.upstream_errors = Counter("toolmend_upstream_errors", "Upstream failures, by kind.", ["kind"], registry=r)
         self.capture_abandoned = Counter(
-            "toolmend_capture_abandoned", "Answers relayed without remembering their calls: larger than --max-capture-bytes; "
-            "by kind of answer (json, stream).", ["reason"], registry=r)
+            "toolmend_capture_abandoned", "Answers relayed without remembering their calls, by why: larger than "
+            "--max-capture-bytes (json, stream), or holding more than a remembered turn may, whose excess and junk were "
+            "left out of it (bounds).", ["reason"], registry=r)
         r.register(SEND_TIMEOUTS)
 
     def memory_recalls(self, backend: str, result: str, ids: int) -> None:

@@ -3,8 +3,10 @@
 Event streams go out chunk by chunk as they arrive, never buffered, while the dialect's stream reader
 (``proxy.dialects.capture.Capture``) reads the tool calls in them; other bodies stream through as raw
 bytes. A JSON answer is read once so its tool calls can be remembered, up to ``--max-capture-bytes``: a
-larger one is relayed as it arrives, unremembered. When the client goes away mid-stream the upstream
-stream is closed at once, not when the next chunk happens to arrive.
+larger one is relayed as it arrives, unremembered. A JSON answer or streamed event over ``LARGE_ANSWER_BYTES``
+is read into turns in a thread (for a stream, ``ReadAside``; a stream over it has its turns made there too);
+what the turns leave out of an answer (``proxy.dialects.capture.bounded``) is logged and counted. When the
+client goes away mid-stream the upstream stream is closed at once, not when the next chunk happens to arrive.
 
 Read your writes: the last byte of an answer reaches the client only once the store has the answer's
 turns, so a client that answers a tool call the instant the answer ends finds the call remembered on
@@ -18,6 +20,7 @@ An answer the request path needs to read before deciding what to do with it (an 
 retry) is read with ``peek``, bounded, and then relayed like any other: its body starts again with what was read.
 """
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
@@ -25,7 +28,7 @@ import httpx
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from proxy.dialects.capture import Capture, CaptureLimit, StreamReader
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, Capture, CaptureLimit, Cut, ReadAside, StreamReader
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
 from proxy.observe import error_shape_of
@@ -111,17 +114,18 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
         return StreamRelay(upstream, headers)
     if upstream.headers.get("content-type", "").startswith("text/event-stream"):
-        reader = capture.stream(limit.max_bytes)
+        reader = ReadAside(capture.stream(limit.max_bytes))
 
         async def remember_stream() -> None:
             if reader.abandoned:
                 _gave_up(limit, "stream")
                 return
-            turns = reader.turns()
+            turns = await asyncio.to_thread(reader.turns) if reader.large else reader.turns()
+            limit.trimmed(reader.cut)
             if turns:
                 await remember(turns)
 
-        return StreamRelay(upstream, headers, reader, remember_stream)
+        return StreamRelay(upstream, headers, reader, remember_stream, body=reader.body(async_stream(upstream)))
     chunks = aiter(async_stream(upstream))
     read: list[bytes] = []
     try:
@@ -133,7 +137,12 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
         return BrokeOff(UpstreamError.from_httpx(exc))
     await upstream.aclose()
     body = b"".join(read)
-    turns = capture.from_json(body)
+    cut = Cut()
+    if len(body) > LARGE_ANSWER_BYTES:
+        turns = await asyncio.to_thread(capture.from_json, body, cut)
+    else:
+        turns = capture.from_json(body, cut)
+    limit.trimmed(cut)
     if turns:
         await remember(turns)  # before the body goes out: read your writes
     response = Response(body, upstream.status_code)

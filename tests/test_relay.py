@@ -8,7 +8,7 @@ import orjson
 import pytest
 import respx
 
-from proxy.dialects.capture import CaptureLimit
+from proxy.dialects.capture import CaptureLimit, Cut
 from proxy.relay import relay_answer
 from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD
@@ -248,6 +248,7 @@ class ReaderOf:
     what it read is one turn."""
 
     abandoned = False
+    cut = Cut()
 
     def __init__(self, terminal: bytes | None) -> None:
         self.terminal = terminal
@@ -260,6 +261,13 @@ class ReaderOf:
     def feed(self, chunk: bytes) -> None:
         self.fed.append(chunk)
 
+    def feed_aside(self, chunk: bytes) -> bool:
+        self.feed(chunk)
+        return False
+
+    def read_held(self) -> None:
+        pass
+
     def turns(self):
         return [make_turn([call("call_any")])]
 
@@ -268,7 +276,7 @@ class CaptureOf:
     def __init__(self, terminal: bytes | None) -> None:
         self.terminal = terminal
 
-    def from_json(self, body: bytes):
+    def from_json(self, body: bytes, cut: Cut | None = None):
         return []
 
     def stream(self, max_bytes: int | None) -> ReaderOf:

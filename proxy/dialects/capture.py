@@ -1,13 +1,50 @@
 """What a dialect gives the relay to remember an upstream's answers: one reader for JSON bodies, one for
 event streams. Both return whole turns (``proxy.turns.Turn``) tagged with the dialect, never raise, and
 keep what they can read of a broken answer.
+
+What one remembered turn may hold is bounded here, for every dialect and store: its entries (Responses output
+items, Messages content blocks, Chat tool calls), their nesting and the JSON values in them all. Readers keep
+only what is part of a turn (``bounded``) and count what they leave out (``Cut``); an answer or event that may
+hold more values than any turn could keep is not parsed at all (``too_dense``).
 """
 
-from collections.abc import Callable
+import asyncio
+import codecs
+import logging
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+import orjson
 
 from proxy.turns import Turn
+
+log = logging.getLogger("toolmend")
+
+#: Most entries one turn keeps: the output items of a response, the content blocks of a message, the tool calls of
+#: a choice. A turn is made of the first entries of an answer only; the ones past it are not even looked at.
+MAX_ENTRIES = 512
+#: Deepest nesting kept inside one entry (the entry itself is level 1); a deeper entry is left out.
+MAX_DEPTH = 32
+#: Most JSON values (objects, arrays, strings, numbers... at every level, the parts of a message included) the
+#: entries of one turn keep in all; the entries past it are left out.
+MAX_VALUES = 50_000
+#: Most turns one answer gives (Chat's choices).
+MAX_TURNS = 128
+#: Most pieces one streamed entry gathers beside its text (a Messages text block's citations).
+MAX_PARTS = 1024
+#: An answer, or one streamed event, that may hold more values than this is not parsed at all: it cannot be a turn.
+MAX_READ_VALUES = 4 * MAX_VALUES
+#: A JSON answer, or one streamed event, larger than this is read in a thread, beside the event loop.
+LARGE_ANSWER_BYTES = 64 * 1024
+
+
+@dataclass(slots=True)
+class Cut:
+    """What capture left out of one answer: entries that are no part of a turn or lie past its bounds, and events or
+    answers too dense to read (``too_dense``), each counted once."""
+
+    entries: int = 0
 
 
 class StreamReader(Protocol):
@@ -16,9 +53,14 @@ class StreamReader(Protocol):
     ``finished`` turns True once the stream's terminal event has been read (Chat's ``[DONE]``, Responses'
     ``response.completed``, Messages' ``message_stop``): the relay holds that chunk back until the turns are
     stored, so a client that answers the instant it reads the end finds its calls remembered. Past
-    ``max_bytes`` the reader gives up, sets ``abandoned`` and returns no turns; the relay goes on."""
+    ``max_bytes`` the reader gives up, sets ``abandoned`` and returns no turns; the relay goes on. ``cut``
+    counts what its turns leave out of the stream."""
 
-    abandoned: bool
+    @property
+    def abandoned(self) -> bool: ...
+
+    @property
+    def cut(self) -> Cut: ...
 
     @property
     def finished(self) -> bool: ...
@@ -28,12 +70,69 @@ class StreamReader(Protocol):
     def turns(self) -> list[Turn]: ...
 
 
+class EventReader(StreamReader, Protocol):
+    """A dialect's stream reader: ``feed`` reads every event a chunk completes; ``feed_aside`` leaves the large
+    ones for ``read_held``, which ``ReadAside`` runs in a thread."""
+
+    def feed_aside(self, chunk: bytes) -> bool: ...
+
+    def read_held(self) -> None: ...
+
+
+class ReadAside:
+    """A stream reader as the relay sees it when the answer's ``body`` feeds it: ``body`` reads the large events
+    of each chunk in a thread, beside the event loop, before the chunk goes on, so what the relay asks of it next
+    (``finished``, ``turns``) is as it would be had it read them itself; ``feed`` does nothing. A relay stopped while
+    the thread reads gets no turns from it: that thread may still be making them. Past LARGE_ANSWER_BYTES in all,
+    the stream is ``large``: the relay makes its turns in a thread too."""
+
+    __slots__ = ("_fed", "_reading", "reader")
+
+    def __init__(self, reader: EventReader) -> None:
+        self.reader = reader
+        self._reading = False
+        self._fed = 0
+
+    @property
+    def large(self) -> bool:
+        """More than LARGE_ANSWER_BYTES went by: its turns are made in a thread too (``turns`` walks and copies them)."""
+        return self._fed > LARGE_ANSWER_BYTES
+
+    @property
+    def abandoned(self) -> bool:
+        return self.reader.abandoned
+
+    @property
+    def cut(self) -> Cut:
+        return self.reader.cut
+
+    @property
+    def finished(self) -> bool:
+        return self.reader.finished
+
+    def feed(self, chunk: bytes) -> None:
+        """Nothing: ``body`` fed the chunk already."""
+
+    def turns(self) -> list[Turn]:
+        return [] if self._reading else self.reader.turns()
+
+    async def body(self, chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+        """``chunks`` as they come, each fed to the reader first."""
+        async for chunk in chunks:
+            self._fed += len(chunk)
+            if self.reader.feed_aside(chunk):
+                self._reading = True
+                await asyncio.to_thread(self.reader.read_held)
+                self._reading = False
+            yield chunk
+
+
 class Capture(Protocol):
-    def from_json(self, body: bytes) -> list[Turn]:
-        """The turns of a complete JSON answer."""
+    def from_json(self, body: bytes, cut: Cut | None = None) -> list[Turn]:
+        """The turns of a complete JSON answer; what they leave out of it is counted in ``cut``."""
         ...
 
-    def stream(self, max_bytes: int | None) -> StreamReader:
+    def stream(self, max_bytes: int | None) -> EventReader:
         """A reader for one event-stream answer."""
         ...
 
@@ -42,13 +141,13 @@ class Capture(Protocol):
 class Readers:
     """A ``Capture`` made of a dialect's two readers: a function for JSON bodies, a reader class for streams."""
 
-    json: Callable[[bytes], list[Turn]]
-    events: Callable[[int | None], StreamReader]
+    json: Callable[[bytes, Cut | None], list[Turn]]
+    events: Callable[[int | None], EventReader]
 
-    def from_json(self, body: bytes) -> list[Turn]:
-        return self.json(body)
+    def from_json(self, body: bytes, cut: Cut | None = None) -> list[Turn]:
+        return self.json(body, cut)
 
-    def stream(self, max_bytes: int | None) -> StreamReader:
+    def stream(self, max_bytes: int | None) -> EventReader:
         return self.events(max_bytes)
 
 
@@ -56,7 +155,77 @@ class Readers:
 class CaptureLimit:
     """How many bytes of one answer capture may read, and whom to tell when an answer is larger.
 
-    ``gave_up`` is called once per such answer with why: ``"json"`` (a JSON answer) or ``"stream"``."""
+    ``gave_up`` is called once per such answer with why: ``"json"`` (a JSON answer) or ``"stream"``; and with
+    ``"bounds"`` once per answer of which a remembered turn left something out (``trimmed``)."""
 
     max_bytes: int
     gave_up: Callable[[str], None]
+
+    def trimmed(self, cut: Cut) -> None:
+        """Say, without content, that ``cut`` left something out of an answer's turns; nothing when it did not."""
+        if cut.entries:
+            log.info("upstream answer held more than a remembered turn may (entries that are no part of one, or past %d "
+                     "entries, %d levels or %d values): %d left out", MAX_ENTRIES, MAX_DEPTH, MAX_VALUES, cut.entries)
+            self.gave_up("bounds")
+
+
+_NESTED = (dict, list)
+
+
+class _Over(Exception):
+    """An entry past MAX_DEPTH or the turn's MAX_VALUES."""
+
+
+def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut) -> list[dict[str, Any]]:
+    """Copies of the ``entries`` one turn keeps, in order: of the first MAX_ENTRIES, those ``part_of_turn`` says are
+    (objects, by the dialect's test), each at most MAX_DEPTH deep, while they come to at most MAX_VALUES values in
+    all. The values an entry left out took count against that budget too, so the work is bounded by it. ``cut``
+    counts every entry left out."""
+    kept: list[dict[str, Any]] = []
+    budget = [MAX_VALUES]
+    for seen, entry in enumerate(entries):
+        if seen == MAX_ENTRIES or budget[0] <= 0:
+            cut.entries += len(entries) - seen
+            break
+        if type(entry) is not dict or not part_of_turn(entry):
+            cut.entries += 1
+            continue
+        try:
+            kept.append(_copied(entry, 1, budget))
+        except _Over:
+            cut.entries += 1
+    return kept
+
+
+def _copied(value: Any, depth: int, budget: list[int]) -> Any:
+    """A copy of a container at ``depth``; its own values count against ``budget`` (scalars are shared: immutable)."""
+    budget[0] -= len(value)
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise _Over
+    if type(value) is dict:
+        return {key: _copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for key, inner in value.items()}
+    return [_copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for inner in value]
+
+
+def read_answer(body: bytes | bytearray | memoryview | str, cut: Cut) -> Any:
+    """A JSON answer parsed (a UTF-8 BOM ignored), or None when it is ``too_dense`` to read, which ``cut`` counts.
+    Raises what ``orjson.loads`` raises."""
+    if isinstance(body, memoryview):
+        body = bytes(body)
+    if isinstance(body, (bytes, bytearray)) and body[:3] == codecs.BOM_UTF8:
+        body = body[3:]
+    if too_dense(body):
+        cut.entries += 1
+        return None
+    return orjson.loads(body)
+
+
+def too_dense(raw: bytes | bytearray | str, limit: int = MAX_READ_VALUES) -> bool:
+    """Whether ``raw`` may hold more than ``limit`` JSON values: every value but the first of an array or object
+    follows a comma, so commas, braces and brackets, counted without a parse, are at least as many. A string full
+    of commas counts too: an answer that dense is larger than any model writes."""
+    if len(raw) <= limit:  # every value takes a byte at least
+        return False
+    if isinstance(raw, str):
+        return raw.count(",") + raw.count("{") + raw.count("[") > limit
+    return raw.count(b",") + raw.count(b"{") + raw.count(b"[") > limit

@@ -3,7 +3,8 @@ dialect's stream capture shares (``proxy/dialects/*/capture.py``), so each reads
 
 What the framing handles: a UTF-8 BOM, CRLF and lone CR line ends split anywhere, multi-line ``data``, events
 whose blank line is missing between them, ``data: [DONE]``, and ``max_bytes``. Only the unfinished last line is
-buffered, each complete event is parsed once, and nothing raises. An event whose terminating blank line never
+buffered, each complete event is parsed once (one too dense to be part of a turn, never: ``too_dense``; a large
+one, in a thread when read with ``feed_aside``), and nothing raises. An event whose terminating blank line never
 arrived is not counted, as the SSE spec prescribes.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, Cut, too_dense
 from proxy.turns import Turn
 
 _loads = orjson.loads
@@ -27,9 +29,13 @@ class EventStreamReader:
     Once the stream passes ``max_bytes`` the reader lets go of everything it held (``_abandon``, which a
     subclass extends to drop its own state), reads nothing more and sets ``abandoned``: the relay goes on,
     and ``turns`` is empty. ``finished`` turns True at ``data: [DONE]``; a subclass sets ``_done`` at its
-    protocol's own terminal event too."""
+    protocol's own terminal event too.
 
-    __slots__ = ("_data", "_done", "_read", "_skip_lf", "_started", "_tail", "abandoned", "max_bytes")
+    ``cut`` counts what the reader left out: events too dense to read, and what a subclass leaves out as it reads
+    (``_left_out``) and when it makes its turns (``_turn_cut``, made anew by each ``turns``)."""
+
+    __slots__ = ("_data", "_done", "_held", "_left_out", "_read", "_skip_lf", "_started", "_tail", "_turn_cut", "abandoned",
+                 "max_bytes")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         self.max_bytes = max_bytes
@@ -40,19 +46,40 @@ class EventStreamReader:
         self._data: list[bytes] = []  # ``data:`` values of the event being read
         self._skip_lf = False  # the previous chunk ended in ``\r``: a leading ``\n`` completes that CRLF
         self._started = False  # the first line may carry a UTF-8 BOM, which SSE says to ignore
+        self._held: list[tuple[bytes, list[bytes] | None]] = []  # events left for read_held: their JSON, and lines
+        self._left_out = Cut()
+        self._turn_cut = Cut()
 
     def feed(self, chunk: bytes | bytearray | memoryview | str) -> None:
-        """Consume one raw chunk of the stream. Never raises."""
+        """Consume one raw chunk of the stream, and read every event it completes. Never raises."""
+        if self.feed_aside(chunk):
+            self.read_held()
+
+    def feed_aside(self, chunk: bytes | bytearray | memoryview | str) -> bool:
+        """Consume one raw chunk of the stream, but leave an event larger than ``LARGE_ANSWER_BYTES`` (and the
+        events after it) held, unread: whether any are, for ``read_held`` to read, in a thread. Never raises."""
         if self.abandoned:
-            return
+            return False
         try:
             self._read += len(chunk)
             if self.max_bytes is not None and self._read > self.max_bytes:
                 self._abandon()
-                return
+                return False
             self._feed(chunk)
         except Exception:  # noqa: BLE001 - capture is best effort; the relay must go on even if this reader is confused
             pass
+        return bool(self._held)
+
+    def read_held(self) -> None:
+        """Read the events ``feed_aside`` held, in order. Never raises."""
+        held, self._held = self._held, []
+        for raw, lines in held:
+            self._read_event(raw, lines)
+
+    @property
+    def cut(self) -> Cut:
+        """What the turns read so far leave out of the stream."""
+        return Cut(self._left_out.entries + self._turn_cut.entries)
 
     @property
     def finished(self) -> bool:
@@ -63,6 +90,7 @@ class EventStreamReader:
         self.abandoned = True
         self._tail.clear()
         self._data.clear()
+        self._held.clear()
 
     def _feed(self, chunk: Any) -> None:
         if type(chunk) is not bytes:
@@ -112,17 +140,32 @@ class EventStreamReader:
         if raw == b"[DONE]":
             self._done = True
             return
+        if self._held or len(raw) > LARGE_ANSWER_BYTES:
+            self._held.append((raw, list(data) if len(data) > 1 else None))
+        else:
+            self._read_event(raw, data if len(data) > 1 else None)
+
+    def _read_event(self, raw: bytes, lines: list[bytes] | None) -> None:
+        """Parse one event and ``_apply`` it; an event too dense to be part of a turn is left out unparsed."""
+        if too_dense(raw):
+            self._left_out.entries += 1
+            self._lost()
+            return
         try:
             obj = _loads(raw)
         except _JSONDecodeError:
-            if len(data) > 1:
+            if lines is not None:
                 # Some servers forget the blank line between events; each line may still be a chunk.
-                for part in data:
+                for part in lines:
                     with contextlib.suppress(Exception):  # remembering is best effort; the chunk is relayed anyway
                         self._apply(_loads(part))
             return
         with contextlib.suppress(Exception):  # an answer toolmend cannot read is relayed anyway, unremembered
             self._apply(obj)
+
+    def _lost(self) -> None:
+        """An event was left out unread: a subclass forgets what it may have belonged to (nothing here: an event
+        that completes something on its own, such as a Responses item, leaves the rest whole)."""
 
     def _apply(self, obj: Any) -> None:
         """Read one event's JSON (a subclass's business)."""

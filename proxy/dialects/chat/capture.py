@@ -16,7 +16,9 @@ what it can understand and silently skips the rest.
 
 What capture holds is bounded by :class:`~proxy.dialects.capture.CaptureLimit` (``--max-capture-bytes``): an answer larger than
 that, JSON or stream, is still relayed in full, but its calls are not remembered. A hostile or broken
-upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it.
+upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it. What one turn
+keeps is bounded as ``proxy.dialects.capture`` says (MAX_TURNS choices, and in each, calls: an entry of
+``tool_calls`` with neither an ``id`` nor a ``function`` is no call and is left out).
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.capture import Readers
-from proxy.dialects.sse import BOM, EventStreamReader
+from proxy.dialects.capture import MAX_ENTRIES, MAX_TURNS, Cut, Readers, bounded, read_answer
+from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn, make_turn
 
 __all__ = ["CAPTURE", "StreamCapture", "turns_from_json"]
 
-_loads = orjson.loads
 # Keys of a streamed call delta that are rebuilt explicitly rather than merged as opaque extras; ``index``
 # is stream bookkeeping and is absent from non-streaming calls, so it is not kept.
 _CALL_KEYS = frozenset(("index", "id", "type", "function"))
@@ -52,6 +53,11 @@ def _reasoning(holder: dict[str, Any]) -> str | None:
     return value if type(value) is str else None
 
 
+def is_call(call: dict[str, Any]) -> bool:
+    """A tool call: an object with an ``id`` or a ``function``."""
+    return type(call.get("id")) is str or type(call.get("function")) is dict
+
+
 def _choices_with(obj: Any, key: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """Each choice of a completion (or chunk) that carries an object under ``key`` ("message" or "delta")."""
     choices = obj.get("choices") if type(obj) is dict else None
@@ -61,24 +67,27 @@ def _choices_with(obj: Any, key: str) -> Iterator[tuple[dict[str, Any], dict[str
             yield choice, inner
 
 
-def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
-    """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls.
+def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None = None) -> list[Turn]:
+    """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls (MAX_TURNS at
+    most), what they leave out counted in ``cut``.
 
     ``tool_calls`` entries are returned exactly as the upstream sent them (every key, in order), so that a
     re-inserted turn is byte-for-byte what the upstream produced (S13: e.g. Gemini's ``extra_content``
     thought signatures must survive). Never raises: anything unreadable yields ``[]``.
     """
+    cut = Cut() if cut is None else cut
     try:
-        if isinstance(body, (bytes, bytearray)) and body[:3] == BOM:
-            body = body[3:]
-        obj = _loads(body)
+        obj = read_answer(body, cut)
         out: list[Turn] = []
         for _, message in _choices_with(obj, "message"):
             calls = message.get("tool_calls")
             if type(calls) is not list:
                 continue
-            # Non-dict entries cannot be re-inserted as calls; keeping them would only hand garbage to repair.
-            kept = [call for call in calls if type(call) is dict]
+            if len(out) == MAX_TURNS:
+                cut.entries += 1
+                break
+            # What is no call cannot be re-inserted as one; keeping it would only hand garbage to repair.
+            kept = bounded(calls, is_call, cut)
             if kept:
                 out.append(make_turn(kept, _text(message.get("content")), _reasoning(message)))
         return out
@@ -165,6 +174,10 @@ class _Call:
         return call
 
 
+class _Full(Exception):
+    """A choice holds MAX_ENTRIES calls already."""
+
+
 class _Choice:
     __slots__ = ("by_id", "by_index", "calls", "content", "last", "reasoning")
 
@@ -179,6 +192,8 @@ class _Choice:
         self.last: tuple[int, int] | None = None
 
     def _new(self, key: tuple[int, int]) -> _Call:
+        if len(self.calls) == MAX_ENTRIES:
+            raise _Full
         call = self.calls[key] = _Call()
         self.by_index[key[0]] = key
         return call
@@ -217,8 +232,8 @@ class _Choice:
             self.by_id.setdefault(cid, key)
         self.last = key
 
-    def turn(self) -> Turn | None:
-        calls = [self.calls[key].build() for key in sorted(self.calls) if self.calls[key].id is not None]
+    def turn(self, cut: Cut) -> Turn | None:
+        calls = bounded([self.calls[key].build() for key in sorted(self.calls) if self.calls[key].id is not None], is_call, cut)
         if not calls:
             return None
         # Empty text counts as absent, matching non-streaming answers that carry ``content: null``.
@@ -246,6 +261,11 @@ class StreamCapture(EventStreamReader):
         super()._abandon()
         self._choices.clear()
 
+    def _lost(self) -> None:
+        # The chunk left out may have carried a piece of any call's arguments: no call can be trusted whole.
+        self._left_out.entries += len(self._choices)
+        self._choices.clear()
+
     def _apply(self, obj: Any) -> None:
         if type(obj) is dict and obj.get("error"):
             return
@@ -255,6 +275,9 @@ class StreamCapture(EventStreamReader):
                 index = 0
             state = self._choices.get(index)
             if state is None:
+                if len(self._choices) == MAX_TURNS:
+                    self._left_out.entries += 1
+                    continue
                 state = self._choices[index] = _Choice()
             value = delta.get("content")
             if type(value) is str and value:
@@ -266,14 +289,18 @@ class StreamCapture(EventStreamReader):
             if type(calls) is list:
                 for call in calls:
                     if type(call) is dict:
-                        state.add_call(call)
+                        try:
+                            state.add_call(call)
+                        except _Full:
+                            self._left_out.entries += 1
 
     def turns(self) -> list[Turn]:
         """The tool-call turns seen so far, one per choice (in choice-index order) with an identified call."""
         out: list[Turn] = []
+        self._turn_cut = Cut()
         try:
             for index in sorted(self._choices):
-                turn = self._choices[index].turn()
+                turn = self._choices[index].turn(self._turn_cut)
                 if turn is not None:
                     out.append(turn)
         except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed

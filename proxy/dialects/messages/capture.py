@@ -14,18 +14,17 @@ assistant message, with every content block in order (thinking with its signatur
   its deltas, so that a streamed answer is remembered as the same blocks its JSON form would have carried.
 
 Like the chat capture, nothing here raises on bad input, and what one answer may hold is bounded by
-``max_bytes`` (:class:`~proxy.dialects.capture.CaptureLimit`).
+``max_bytes`` (:class:`~proxy.dialects.capture.CaptureLimit`); what one turn keeps, by the bounds of
+``proxy.dialects.capture`` (an entry of ``content`` that is no block, an object without a ``type``, is left out).
 """
 
 from __future__ import annotations
 
-import codecs
-import copy
 from typing import Any
 
 import orjson
 
-from proxy.dialects.capture import Readers
+from proxy.dialects.capture import MAX_ENTRIES, MAX_PARTS, MAX_VALUES, Cut, Readers, bounded, read_answer, too_dense
 from proxy.dialects.messages.blocks import Block, is_tool_use
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
@@ -41,22 +40,27 @@ def _turn(blocks: list[Block], message_id: str | None) -> Turn | None:
     return {"dialect": "messages", "ids": ids, "message_id": message_id, "blocks": blocks}
 
 
-def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
-    """The turn of a non-streaming ``message`` body: ``[]`` or one turn. Never raises.
+def is_block(block: dict[str, Any]) -> bool:
+    """A content block: an object with a ``type``."""
+    return type(block.get("type")) is str
+
+
+def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None = None) -> list[Turn]:
+    """The turn of a non-streaming ``message`` body: ``[]`` or one turn, what it leaves out counted in ``cut``.
+    Never raises.
 
     Blocks are returned exactly as parsed (every key, in order, unknown ones too); entries of ``content``
-    that are not objects are left out, since no request could carry them back."""
+    that are no blocks are left out, since no request could carry them back."""
+    cut = Cut() if cut is None else cut
     try:
-        if isinstance(body, (bytes, bytearray)) and body[:3] == codecs.BOM_UTF8:
-            body = body[3:]
-        obj = orjson.loads(body)
+        obj = read_answer(body, cut)
         if type(obj) is not dict or obj.get("type", "message") != "message" or obj.get("role", "assistant") != "assistant":
             return []
         content = obj.get("content")
         if type(content) is not list:
             return []
         message_id = obj.get("id")
-        turn = _turn([block for block in content if type(block) is dict], message_id if type(message_id) is str else None)
+        turn = _turn(bounded(content, is_block, cut), message_id if type(message_id) is str else None)
         return [] if turn is None else [turn]
     except Exception:  # noqa: BLE001 - remembering is best effort: an answer toolmend cannot read is relayed unremembered
         return []
@@ -109,7 +113,8 @@ class _OpenBlock:
             citations = self.block.get("citations")
             if type(citations) is not list:
                 citations = self.block["citations"] = []
-            citations.append(delta["citation"])
+            if len(citations) < MAX_PARTS:
+                citations.append(delta["citation"])
 
     def close(self) -> Block | None:
         """The finished block, or None when its input cannot be read.
@@ -117,7 +122,8 @@ class _OpenBlock:
         The concatenated ``partial_json`` replaces the skeleton's ``input`` (no text at all means ``{}``). Input
         that is not a JSON object is not kept anywhere: the API only ever sends objects, a block carrying
         anything else would be rejected when replayed (AM-8), and replacing it with ``{}`` would re-insert a
-        call with arguments the model never chose. The block is dropped and its id is not remembered."""
+        call with arguments the model never chose. The block is dropped and its id is not remembered; so is one whose
+        input may hold more values than a turn keeps (``too_dense``: it is not parsed)."""
         block = self.block
         for field, pieces in self.pieces.items():
             block[field] = "".join(pieces)
@@ -125,6 +131,8 @@ class _OpenBlock:
             text = "".join(self.json)
             if not text.strip():
                 block["input"] = {}
+            elif too_dense(text, MAX_VALUES):
+                return None
             else:
                 try:
                     value = orjson.loads(text)
@@ -144,7 +152,8 @@ class MessagesStreamCapture(EventStreamReader):
 
     A block counts once its ``content_block_stop`` was read: a stream cut off (or ended by an ``error``
     event) is remembered with the blocks that were complete, in index order, so the calls whose input was
-    whole stay recallable and a half-streamed thinking block, which has no signature yet, is never kept.
+    whole stay recallable and a half-streamed thinking block, which has no signature yet, is never kept. It holds
+    MAX_ENTRIES blocks at most, and only blocks (``is_block``).
     """
 
     __slots__ = ("_closed", "_message_id", "_open")
@@ -160,6 +169,11 @@ class MessagesStreamCapture(EventStreamReader):
         self._open.clear()
         self._closed.clear()
 
+    def _lost(self) -> None:
+        # The event left out may have been a delta of any open block: none of them can be trusted whole.
+        self._left_out.entries += len(self._open)
+        self._open.clear()
+
     def _apply(self, obj: Any) -> None:
         if type(obj) is not dict:
             return
@@ -172,14 +186,19 @@ class MessagesStreamCapture(EventStreamReader):
                 open_block.delta(delta)
         elif kind == "content_block_start":
             block = obj.get("content_block")
-            if type(index) is int and type(block) is dict:
+            if type(index) is int and type(block) is dict and is_block(block) and (
+                    index in self._open or len(self._open) + len(self._closed) < MAX_ENTRIES):
                 # A second start for an index still open replaces a block that was never finished.
                 self._open[index] = _OpenBlock(block)
+            else:
+                self._left_out.entries += 1
         elif kind == "content_block_stop":
             if type(index) is int and index in self._open:
                 closed = self._open.pop(index).close()
                 if closed is not None:
                     self._closed.append((index, closed))
+                else:
+                    self._left_out.entries += 1
         elif kind == "message_start":
             message = obj.get("message")
             message_id = message.get("id") if type(message) is dict else None
@@ -190,8 +209,9 @@ class MessagesStreamCapture(EventStreamReader):
 
     def turns(self) -> list[Turn]:
         """The turn of the blocks stopped so far (``[]`` or one turn); the blocks are copies."""
+        self._turn_cut = Cut()
         try:
-            blocks = [copy.deepcopy(block) for _, block in sorted(self._closed, key=lambda pair: pair[0])]
+            blocks = bounded([block for _, block in sorted(self._closed, key=lambda pair: pair[0])], is_block, self._turn_cut)
             turn = _turn(blocks, self._message_id)
         except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed
             return []

@@ -27,6 +27,7 @@ from itertools import islice
 from operator import is_
 from typing import Any
 
+from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.messages.blocks import REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_use, tool_use_id_of
 from proxy.repair.history import Message
 from proxy.turns import Turn
@@ -177,10 +178,11 @@ def read(messages: list[Any]) -> View:
 
 def view_turn(turn: Turn) -> Turn:
     """A remembered Messages turn as the rules read it: its calls, each with the blocks that came before it (thinking
-    with its signature, text), marked as recalled. Blocks after the last call (Claude sends none: AM-3) go with it."""
+    with its signature, text), marked as recalled. Blocks after the last call (Claude sends none: AM-3) go with it.
+    Only its first MAX_ENTRIES blocks, all a turn keeps: a store may hold one remembered before that bound."""
     calls: list[dict[str, Any]] = []
     before: list[Any] = []
-    for block in turn.get("blocks", ()):
+    for block in islice(turn.get("blocks", ()), MAX_ENTRIES):
         if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use
             call = view_call(block, before)
             call[RECALLED] = True

@@ -4,7 +4,9 @@ A Responses turn is re-inserted whole: a call can only be replayed to a reasonin
 reasoning item it came from (RS-4, RS-6), and that item is only usable as the upstream sent it (its
 ``encrypted_content`` is verified, RS-11). So capture keeps *every* output item of a response that made at least
 one call, in order and exactly as parsed (reasoning, calls of every family, messages, item types toolmend does
-not know), recalled by each call's ``call_id`` and by the response id (``previous_response_id`` requests).
+not know), recalled by each call's ``call_id`` and by the response id (``previous_response_id`` requests). An
+entry of ``output`` that is no item (not an object, or one with neither ``type`` nor ``role``) is left out, and
+so is what lies past a turn's bounds (``proxy.dialects.capture.bounded``).
 
 * :func:`turns_from_json` reads a non-streaming ``response`` object (``output: [...]``);
 * :class:`ResponsesStreamCapture` reads the event stream. Completed items come from
@@ -17,14 +19,11 @@ The SSE framing is ``proxy.dialects.sse``'s; nothing here raises and what a stre
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-import orjson
-
-from proxy.dialects.capture import Readers
+from proxy.dialects.capture import MAX_ENTRIES, Cut, Readers, bounded, read_answer
 from proxy.dialects.responses.items import is_call, recall_key
-from proxy.dialects.sse import BOM, EventStreamReader
+from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
 
 __all__ = ["CAPTURE", "ResponsesStreamCapture", "turns_from_json"]
@@ -33,6 +32,11 @@ __all__ = ["CAPTURE", "ResponsesStreamCapture", "turns_from_json"]
 _TERMINAL = frozenset(("response.completed", "response.incomplete", "response.failed"))
 # Events that carry the response object before any item (its id is known from the first of them).
 _OPENING = frozenset(("response.created", "response.queued", "response.in_progress"))
+
+
+def is_item(item: dict[str, Any]) -> bool:
+    """An output item: an object with a ``type``, or a message without one (its ``role``)."""
+    return type(item.get("type")) is str or type(item.get("role")) is str
 
 
 def _turns(items: list[dict[str, Any]], response_id: str | None) -> list[Turn]:
@@ -57,21 +61,21 @@ def _response_id(response: Any) -> str | None:
     return value if type(value) is str and value else None
 
 
-def turns_from_json(body: bytes | bytearray | memoryview | str) -> list[Turn]:
-    """The turn of a non-streaming ``response`` body (at most one). Never raises: anything unreadable yields ``[]``.
+def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None = None) -> list[Turn]:
+    """The turn of a non-streaming ``response`` body (at most one), what it leaves out counted in ``cut``. Never
+    raises: anything unreadable yields ``[]``.
 
-    Non-object entries of ``output`` are left out: they could only hand garbage to repair."""
+    Entries of ``output`` that are no items are left out: they could only hand garbage to repair."""
+    cut = Cut() if cut is None else cut
     try:
-        if isinstance(body, (bytes, bytearray)) and body[:3] == BOM:
-            body = body[3:]
-        obj = orjson.loads(body)
+        obj = read_answer(body, cut)
         # Some compatible servers leave ``object`` out; an error body or another object is not an answer.
         if type(obj) is not dict or obj.get("object", "response") != "response":
             return []
         output = obj.get("output")
         if type(output) is not list:
             return []
-        return _turns([item for item in output if type(item) is dict], _response_id(obj))
+        return _turns(bounded(output, is_item, cut), _response_id(obj))
     except Exception:  # noqa: BLE001 - remembering is best effort: an answer toolmend cannot read is relayed unremembered
         return []
 
@@ -84,7 +88,8 @@ class ResponsesStreamCapture(EventStreamReader):
     ``data: [DONE]``, which some compatible servers send instead.
 
     A stream cut off before its terminal event still yields the items whose ``.done`` arrived: their calls are
-    complete, and a call followed by ``response.failed`` is remembered too, since the client may keep it.
+    complete, and a call followed by ``response.failed`` is remembered too, since the client may keep it. It holds
+    MAX_ENTRIES items at most, and only items (``is_item``).
     """
 
     __slots__ = ("_done_items", "_final_items", "_id")
@@ -92,7 +97,7 @@ class ResponsesStreamCapture(EventStreamReader):
     def __init__(self, max_bytes: int | None = None) -> None:
         super().__init__(max_bytes)
         self._done_items: dict[int, dict[str, Any]] = {}  # by output_index
-        self._final_items: list[dict[str, Any] | None] = []  # the terminal event's response.output, by position
+        self._final_items: list[tuple[int, dict[str, Any]]] = []  # the terminal event's response.output: (position, item)
         self._id: str | None = None
 
     def _abandon(self) -> None:
@@ -104,11 +109,14 @@ class ResponsesStreamCapture(EventStreamReader):
         kind = obj.get("type") if type(obj) is dict else None
         if kind == "response.output_item.done":
             item = obj.get("item")
-            if type(item) is dict:
+            if type(item) is dict and is_item(item):
                 index = obj.get("output_index")
                 if type(index) is not int:
                     index = max(self._done_items, default=-1) + 1
-                self._done_items[index] = item
+                if index in self._done_items or len(self._done_items) < MAX_ENTRIES:
+                    self._done_items[index] = item
+                    return
+            self._left_out.entries += 1
         elif kind in _OPENING:
             if self._id is None:
                 self._id = _response_id(obj.get("response"))
@@ -119,18 +127,20 @@ class ResponsesStreamCapture(EventStreamReader):
                 self._id = _response_id(response)
             output = response.get("output") if type(response) is dict else None
             if type(output) is list:
-                self._final_items = [item if type(item) is dict else None for item in output]
+                first = output[:MAX_ENTRIES]
+                self._final_items = [(index, item) for index, item in enumerate(first) if type(item) is dict and is_item(item)]
+                self._left_out.entries += len(output) - len(self._final_items)
         elif kind == "error":
             self._done = True
 
     def turns(self) -> list[Turn]:
         """The response's turn as read so far (at most one), as copies the reader never touches again."""
+        self._turn_cut = Cut()
         try:
             items = dict(self._done_items)
-            for index, item in enumerate(self._final_items):
-                if item is not None:
-                    items.setdefault(index, item)
-            return _turns(copy.deepcopy([items[index] for index in sorted(items)]), self._id)
+            for index, item in self._final_items:
+                items.setdefault(index, item)
+            return _turns(bounded([items[index] for index in sorted(items)], is_item, self._turn_cut), self._id)
         except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed
             return []
 

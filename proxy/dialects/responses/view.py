@@ -15,8 +15,10 @@ call of that output's family. A renamed id is written into a copy of the item (i
 """
 
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
+from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.responses.items import OUTPUT_TYPE, call_id_of, is_call, is_output
 from proxy.repair.history import Message
 from proxy.turns import Turn
@@ -117,10 +119,11 @@ def write(view: Iterable[Message], origin: dict[int, int]) -> list[Any]:
 
 
 def view_turn(turn: Turn) -> Turn:
-    """A remembered Responses turn as the rules read it: its calls, each with the reasoning that came before it."""
+    """A remembered Responses turn as the rules read it: its calls, each with the reasoning that came before it. Only
+    its first MAX_ENTRIES items, all a turn keeps: a store may hold one remembered before that bound."""
     calls: list[dict[str, Any]] = []
     before: list[Any] = []
-    for item in turn.get("items", ()):
+    for item in islice(turn.get("items", ()), MAX_ENTRIES):
         if is_reasoning(item):
             before.append(item)
             continue
