@@ -51,7 +51,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     answered: set[str] = set()
     named: list[str] = []  # the ids whose characters TM404 judges
     referenced: list[str] = []  # item_reference ids: none may repeat another id either (TM403)
-    reasoned = False  # a reasoning item stands in the current run of reasoning and calls (TM405)
+    reasoned = False  # a reasoning item stands before, in the current run of what the model made (TM405)
     last = len(items) - 1
     broken = False
     wanted, reasoned_ids = found.wanted, found.reasoned
@@ -111,11 +111,14 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 answered.add(cid)
             reasoned = False
             continue
-        if kind == "message" and type(key) is str and key and item.get("role") == "assistant":
+        assistant = kind == "message" and item.get("role") == "assistant"
+        if assistant and type(key) is str and key:
             (reasoned_ids if reasoned else wanted).append(key)  # TM405 (RS-5)
         if store_off and kind == "item_reference":
             broken = True  # TM407
-        reasoned = False
+        # What the model made after a reasoning item, across messages, was made with it (TM405): only an item it does
+        # not make ends the run (dangling_reasoning.produced_by_model, for an item that is neither call nor output).
+        reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
     ids = named + referenced if referenced else named
     found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
                     or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103

@@ -22,6 +22,8 @@ Good:
 from typing import Any
 
 from proxy.dialects.responses.items import is_call, recall_key
+from proxy.dialects.responses.rules.dangling_reasoning import produced_by_model
+from proxy.dialects.responses.view import marks
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
@@ -35,7 +37,10 @@ def _produced(item: Any) -> bool:
 
 
 def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
-    """The reasoning item the remembered response had right before the item (calls of one run share it), if any."""
+    """The reasoning item the remembered response made the item with, if any: the latest reasoning item before it
+    in one output. Everything a reasoning item produced needs it, across messages (an answer of reasoning, a
+    message and calls: the calls need it too); only an item the model did not produce (an output, a client's
+    message, in an input as sent) ends what it produced."""
     reasoning: dict[str, Any] | None = None
     for item in turn.get("items", ()):
         if type(item) is not dict:
@@ -44,25 +49,20 @@ def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
             reasoning = item
         elif item.get("id") == item_id:
             return reasoning
-        elif not is_call(item):
+        elif not produced_by_model(item):
             reasoning = None
     return None
-
-
-def _marks(item: dict[str, Any]) -> set[str]:
-    """What identifies a reasoning item in an input: its id, and its encrypted content (``store: false`` has no ids)."""
-    return {value for value in (item.get("id"), item.get("encrypted_content")) if type(value) is str and value}
 
 
 def apply(ctx: Context) -> None:
     present: set[str] = set()  # the marks of the reasoning items before the current item
     for position, item in enumerate(ctx.messages):
         if type(item) is dict and item.get("type") == "reasoning":
-            present |= _marks(item)
+            present |= marks(item)
             continue
         key = recall_key(item) if _produced(item) and "id" in item else None
         turn = ctx.recalled.get(key) if key is not None else None
         own = _own_reasoning(turn, item["id"]) if turn is not None else None
-        if own is not None and not _marks(own) & present:
+        if own is not None and not marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")

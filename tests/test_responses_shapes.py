@@ -1,0 +1,151 @@
+"""Responses shapes a strict server refused after toolmend, each judged by the strict validator with what the server
+stored (``tests/support/responses_validator.py``): the answer the server made, the input the client sent, and what
+toolmend forwards.
+
+* One output of reasoning, an assistant message and a call resent without its reasoning (the ruling of TM405): the
+  reasoning item is required by everything it produced in that output, across the message, so both lose their ids.
+* That output's calls put back from memory for a client that kept only the message's text: with their reasoning.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import orjson
+import pytest
+
+from proxy.app import create_app
+from proxy.config import Settings
+from proxy.dialects.responses import RESPONSES
+from proxy.repair import Policy, Result
+from tests.support.responses_agent import MODES, Mode, Wire, ask, outputs_for
+from tests.support.responses_upstream import PREAMBLE_HEADER, ResponsesRecorder, make_responses_upstream
+from tests.support.responses_validator import ServerState, violations
+from tests.support.strict_upstream import PARALLEL_HEADER, serve
+
+OPENAI = RESPONSES.profile("openai")
+
+USER = {"role": "user", "content": "Weather in Paris, the time, and patch the file?"}
+RS_1 = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-1"}
+MSG_1 = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "phase": "commentary",
+         "content": [{"type": "output_text", "annotations": [], "text": "Let me look these up."}]}
+FC_1 = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather", "arguments": "{\"city\": \"Paris\"}", "status": "completed"}
+FC_2 = {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "time", "arguments": "{}", "status": "completed"}
+CTC_3 = {"type": "custom_tool_call", "id": "ctc_3", "call_id": "call_3", "name": "apply_patch", "input": "*** Begin Patch", "status": "completed"}
+
+
+def answered(*output: dict[str, Any], response_id: str = "resp_1") -> tuple[ServerState, dict[str, dict[str, Any]]]:
+    """The server that made ``output`` for USER, and toolmend's memory of it (by each recall key)."""
+    state = ServerState()
+    state.remember(response_id, [USER], [dict(item) for item in output])
+    keys = [item["call_id"] if "call_id" in item else item["id"] for item in output if item["type"] != "reasoning"]
+    turn = {"dialect": "responses", "ids": [*keys, response_id], "response_id": response_id, "items": list(output)}
+    return state, {key: turn for key in turn["ids"]}
+
+
+def out(call_id: str, text: str = "18C", kind: str = "function_call_output") -> dict[str, Any]:
+    return {"type": kind, "call_id": call_id, "output": text}
+
+
+def repaired(body: dict[str, Any], memory: dict[str, dict[str, Any]]) -> Result:
+    planned = RESPONSES.plan(body, OPENAI)
+    assert planned is not None
+    return planned.repair({key: turn for key, turn in memory.items() if key in planned.recall}, Policy())
+
+
+def without_id(item: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in item.items() if key != "id"}
+
+
+def test_every_item_a_reasoning_item_produced_across_a_message_requires_it() -> None:
+    state, memory = answered(RS_1, MSG_1, FC_1)
+    body = {"model": "gpt-5", "input": [USER, MSG_1, FC_1, out("call_1"), {"role": "user", "content": "thanks"}]}
+    # The validator ties fc_1 to rs_1 across msg_1, as the server does.
+    assert state.reasoning_of == {"msg_1": "rs_1", "fc_1": "rs_1"}
+    assert [v.rule for v in violations(body, state)] == ["RS-5", "RS-4"]
+    result = repaired(body, memory)
+    assert result.body["input"] == [USER, without_id(MSG_1), without_id(FC_1), out("call_1"), {"role": "user", "content": "thanks"}]
+    assert [(f.code, f.index) for f in result.findings] == [("TM405", 1), ("TM405", 2)]
+    assert violations(result.body, state) == []
+
+
+def test_the_items_of_one_output_keep_their_ids_when_its_reasoning_is_there() -> None:
+    state, memory = answered(RS_1, MSG_1, FC_1)
+    body = {"model": "gpt-5", "input": [USER, RS_1, MSG_1, FC_1, out("call_1")]}
+    assert violations(body, state) == []
+    planned = RESPONSES.plan(body, OPENAI)
+    assert planned is None  # nothing to look up: fc_1 and msg_1 stand after their reasoning
+
+
+TEXT = "Let me look these up."
+OUTPUTS = [out("call_1"), out("call_2", "9:00"), out("call_3", "patched", "custom_tool_call_output")]
+
+
+def test_calls_put_back_after_a_kept_preamble_come_with_their_reasoning() -> None:
+    state, memory = answered(RS_1, MSG_1, FC_1, FC_2, CTC_3)
+    preamble = {"role": "assistant", "content": TEXT}  # the text the client kept, without its id
+    body = {"model": "gpt-5", "input": [USER, preamble, *OUTPUTS]}
+    result = repaired(body, memory)
+    assert result.body["input"] == [USER, preamble, RS_1, FC_1, FC_2, CTC_3, *OUTPUTS]
+    assert orjson.dumps(result.body["input"][2]) == orjson.dumps(RS_1)  # the reasoning as remembered, byte for byte
+    assert [(f.code, f.calls) for f in result.findings] == [("TM101", 3)]
+    assert violations(result.body, state) == []
+
+
+def test_a_preamble_kept_with_its_reasoning_does_not_get_a_second_copy() -> None:
+    state, memory = answered(RS_1, MSG_1, FC_1, FC_2, CTC_3)
+    for reasoning in (without_id(RS_1), RS_1):  # self-contained (its encrypted content), or by id
+        result = repaired({"model": "gpt-5", "input": [USER, reasoning, MSG_1, *OUTPUTS]}, memory)
+        assert result.body["input"] == [USER, reasoning, MSG_1, FC_1, FC_2, CTC_3, *OUTPUTS]
+    assert violations(result.body, state) == []
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[tuple[str, ResponsesRecorder]]:
+    app, recorder = make_responses_upstream(seed=26)
+    with serve(app) as url:
+        yield url, recorder
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: tuple[str, ResponsesRecorder]) -> Iterator[str]:
+    with serve(create_app(Settings(upstream=upstream[0] + "/v1"))) as url:
+        yield url
+
+
+@pytest.fixture
+def wire() -> Iterator[Wire]:
+    recording = Wire()
+    yield recording
+    recording.close()
+
+
+TOOLS: list[Any] = [
+    {"type": "function", "name": "weather", "description": "Weather for a city",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    {"type": "custom", "name": "apply_patch", "description": "Apply a patch"},
+]
+
+
+@pytest.mark.parametrize("include", [[], ["reasoning.encrypted_content"]], ids=["reasoning-by-id", "encrypted-reasoning"])
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "create"])
+def test_a_streamed_preamble_and_parallel_calls_kept_as_text_and_outputs(upstream: tuple[str, ResponsesRecorder], proxy: str,
+                                                                         wire: Wire, mode: Mode, include: list[str]) -> None:
+    """A reasoning model streams reasoning, an assistant message and three parallel calls (two function calls, one
+    custom tool call); the client keeps the message's text and the outputs. The calls come back with their ``fc_``
+    ids and the reasoning they were made with, as the stream carried it."""
+    url, rec = upstream
+    rec.reset()
+    client = wire.client(proxy + "/v1", f"sk-preamble-{mode}-{len(include)}")
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris and Tokyo, and patch the file"}]
+    answer = ask(client, mode, model="gpt-5.5", input=history, tools=TOOLS, include=include,
+                 extra_headers={PARALLEL_HEADER: "3", PREAMBLE_HEADER: TEXT})
+    emitted = rec.emitted_turns[-1]
+    assert [item["type"] for item in emitted] == ["reasoning", "message", "function_call", "custom_tool_call", "function_call"]
+    history += [{"role": "assistant", "content": answer.output_text}, *outputs_for(answer)]
+    final = ask(client, mode, model="gpt-5.5", input=history, tools=TOOLS, include=include)
+    assert final.output_text == "Received 3 tool outputs." and rec.rejections == []
+    assert wire.last.headers["x-toolmend-repairs"] == "TM101=1"
+    sent = rec.last.json["input"]
+    assert sent[2:6] == [emitted[0], *emitted[2:]]  # the reasoning, then the calls, each as the upstream made it
+    assert all(orjson.dumps(item) in rec.last.body_bytes for item in sent[2:6])
