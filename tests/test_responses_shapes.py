@@ -149,3 +149,19 @@ def test_a_streamed_preamble_and_parallel_calls_kept_as_text_and_outputs(upstrea
     sent = rec.last.json["input"]
     assert sent[2:6] == [emitted[0], *emitted[2:]]  # the reasoning, then the calls, each as the upstream made it
     assert all(orjson.dumps(item) in rec.last.body_bytes for item in sent[2:6])
+
+
+def test_an_output_without_call_id_answers_the_only_unanswered_call() -> None:
+    """RS-15: Codex's app-server route sends an output without ``call_id``. With exactly one call unanswered it is
+    that call's output; no call is made up for it, and no placeholder stands in for the real output."""
+    state, memory = answered(RS_1, FC_1, FC_2)
+    lost = {"type": "function_call_output", "output": "9:00"}
+    body = {"model": "gpt-5", "input": [USER, RS_1, FC_1, FC_2, out("call_1"), lost]}
+    assert [v.rule for v in violations(body, state)] == ["RS-15", "RS-1"]
+    result = repaired(body, memory)
+    assert result.body["input"] == [USER, RS_1, FC_1, FC_2, out("call_1"), {**lost, "call_id": "call_2"}]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM106", 5, "attached")]
+    assert violations(result.body, state) == []
+    # Two calls unanswered: nothing tells which one it answers, so it is not given either.
+    ambiguous = repaired({**body, "input": [USER, RS_1, FC_1, FC_2, lost]}, memory)
+    assert all(item.get("call_id") not in ("call_1", "call_2") for item in ambiguous.body["input"] if item.get("output") == "9:00")
