@@ -418,3 +418,25 @@ def test_a_refused_id_in_a_well_paired_history_needs_repair(bad: str) -> None:
     result = MESSAGES.plan(body, MESSAGES.profile("anthropic")).repair({}, Policy())
     assert [finding.code for finding in result.findings] == ["TM501", "TM501"]
     assert violations(result.body) == []
+
+
+# --- a window that opens with results of unknown calls ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("remembered", [True, False], ids=["recalled", "synthesized"])
+def test_a_turn_put_back_at_the_start_does_not_open_the_history(remembered: bool) -> None:
+    """A trimmed window opening with a user message of nothing but results: the assistant turn put back in front
+    of it must not become the first message, which a server wanting the user's first refuses."""
+    opening = user(answer("toolu_01A"), answer("toolu_01B"))
+    body = body_of(opening, user(text("And tomorrow?")))
+    turn = {"dialect": "messages", "ids": ["toolu_01A", "toolu_01B"], "message_id": "msg_01", "blocks": [USE_A, USE_B]}
+    result = repaired(body, recalled_by_ids(turn) if remembered else {})
+    assert result is not None
+    sent = result.body["messages"]
+    assert sent[0] == user(text("(earlier conversation omitted)")) and sent[1]["role"] == "assistant" and sent[2] is opening
+    assert [f.code for f in result.findings][-1] == "TM515"
+    assert violations(result.body, user_first=True) == []
+    assert violations({**result.body, "messages": sent[1:]}, user_first=True)[0].message == 'messages: first message must use the "user" role'
+    # A history the client opened with the assistant is its own (Anthropic takes it): no user message is put in front.
+    own = repaired(body_of(assistant(USE_A, USE_B), opening), {})
+    assert own is None or "TM515" not in {f.code for f in own.findings}

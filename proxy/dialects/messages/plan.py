@@ -19,7 +19,7 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.messages.check import inspect, may_change
-from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, refused_signature, thinking, thinking_required, tool_use_id, unsigned_thinking
+from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, leading_assistant, refused_signature, thinking, thinking_required, tool_use_id, unsigned_thinking
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
 from proxy.repair.context import Context, Recalled
@@ -54,7 +54,7 @@ class MessagesPlan:
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view), turns
         ctx.pending = self._pending(ctx.messages, view)
-        if refused(ctx, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, empty_history)):
+        if refused(ctx, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, leading_assistant, empty_history)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())

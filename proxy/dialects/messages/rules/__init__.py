@@ -6,7 +6,8 @@ last, so that the ids the others made are held to Anthropic's pattern. The rules
 messages the view wrote back: first the blocks Anthropic's schema refuses (``BLOCK_RULES``), then the profile's
 own (``anthropic``: unsigned thinking), then where thinking may stand and whether the request may have it
 (``THINKING_RULES``): trailing thinking goes before the order is judged, the order before AM-9 looks at the
-first block, and AM-11 last, so it judges the request as it will be sent. Each rule is one module with ``RULE``,
+first block, and AM-11 last, so it judges the request as it will be sent. TM515 runs after them all: it puts a
+message in front, which would move every position the others visit. Each rule is one module with ``RULE``,
 a Bad/Good docstring (one message a line) and ``apply(ctx)``; ``edit.py`` and ``thinking.py`` hold what they share.
 """
 
@@ -14,6 +15,7 @@ from proxy.dialects.messages.rules import (
     content_after_tool_use,
     empty_text,
     empty_thinking,
+    leading_assistant,
     non_object_input,
     stream_keys,
     thinking_disabled,
@@ -33,4 +35,4 @@ THINKING_RULES: tuple[RepairRule, ...] = (trailing_thinking, content_after_tool_
 #: the rule catalogue lists. TM512 (lone surrogates, ``surrogates.py``) mends the raw body, before any of them; TM513
 #: (``refused_signature.py``) runs on no request as the client sent it, only on the upstream's refusal of a thinking
 #: signature (``plan.retried``).
-RULES: tuple[RepairRule, ...] = (tool_use_id, *BLOCK_RULES, unsigned_thinking, *THINKING_RULES)
+RULES: tuple[RepairRule, ...] = (tool_use_id, *BLOCK_RULES, unsigned_thinking, *THINKING_RULES, leading_assistant)
