@@ -1,0 +1,72 @@
+r"""Thinking in the latest assistant message that the client altered (whitespace normalised, re-serialised, trimmed)
+while memory holds the block as the upstream sent it, with the same signature.
+
+Anthropic refuses it (AM-13: "`thinking` or `redacted_thinking` blocks in the latest assistant message cannot be
+modified"). The signature names the block the model made, so a remembered thinking block with the client's
+signature is that block: it goes back in the client's block's place, byte for byte as remembered. Memory is asked by
+the message's ``tool_use`` ids; thinking memory does not hold, and any other block, stays as sent. Answers AM-13.
+
+Request:
+    {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+Bad:
+    {"role": "user", "content": "Weather in Paris?"}
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "The user wants the weather. I will call the tool.", "signature": "c2ln"}, {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}]}
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+Recalled:
+    {"dialect": "messages", "ids": ["toolu_01"], "message_id": "msg_01", "blocks": [{"type": "thinking", "thinking": "The user wants the weather.\n\nI will call the tool.  ", "signature": "c2ln"}, {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}]}
+Good:
+    {"role": "user", "content": "Weather in Paris?"}
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "The user wants the weather.\n\nI will call the tool.  ", "signature": "c2ln"}, {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}]}
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+"""
+
+from typing import Any
+
+import orjson
+
+from proxy.dialects.messages.blocks import THINKING, is_tool_use
+from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
+from proxy.dialects.messages.view import is_message
+from proxy.repair.context import Context
+from proxy.repair.rule import Rule
+from proxy.turns import dialect_of
+
+RULE = Rule("TM516", "altered-thinking", ("AM-13",))
+
+
+def signed(block: Any) -> str | None:
+    """A thinking block's signature, when it has one."""
+    if type(block) is not dict or block.get("type") != THINKING:
+        return None
+    signature = block.get("signature")
+    return signature if type(signature) is str and signature else None
+
+
+def _remembered(ctx: Context, content: list[Any]) -> dict[str, Any]:
+    """The thinking blocks memory holds for the turns of ``content``'s calls, by signature."""
+    found: dict[str, Any] = {}
+    for block in content:
+        turn = ctx.recalled.get(block.get("id")) if is_tool_use(block) else None
+        if turn is not None and dialect_of(turn) == "messages":
+            found.update((signature, kept) for kept in turn.get("blocks", ()) if (signature := signed(kept)) is not None)
+    return found
+
+
+def apply(ctx: Context) -> None:
+    messages = ctx.messages
+    latest = next((n for n in range(len(messages) - 1, -1, -1) if is_message(messages[n]) and messages[n]["role"] == "assistant"), None)
+    if latest is None or not ctx.recalled:
+        return
+
+    def restore(position: int, message: dict[str, Any]) -> Change | None:
+        content = blocks(message)
+        remembered = _remembered(ctx, content) if any(signed(block) is not None for block in content) else {}
+        restored: list[Any] = []
+        for block in content:
+            original = remembered.get(signed(block) or "")
+            altered = original is not None and block != original
+            restored.append(orjson.loads(orjson.dumps(original)) if altered else block)  # a copy: never alias the memory
+        count = sum(1 for old, new in zip(content, restored, strict=True) if old is not new)
+        return Change(restored, "restored", f"{count} thinking block(s) the client altered put back as remembered") if count else None
+
+    rewrite(ctx, RULE, restore, [latest])
