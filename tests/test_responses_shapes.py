@@ -165,3 +165,21 @@ def test_an_output_without_call_id_answers_the_only_unanswered_call() -> None:
     # Two calls unanswered: nothing tells which one it answers, so it is not given either.
     ambiguous = repaired({**body, "input": [USER, RS_1, FC_1, FC_2, lost]}, memory)
     assert all(item.get("call_id") not in ("call_1", "call_2") for item in ambiguous.body["input"] if item.get("output") == "9:00")
+
+
+def test_a_reference_to_a_message_whose_reasoning_is_gone_keeps_the_turn() -> None:
+    """RS-5: memory replays an ``item_reference`` to an assistant message made with reasoning, without the reasoning.
+    The remembered message stands in its place without its id; with its reasoning referenced too, nothing changes."""
+    answer = {**MSG_1, "phase": "final_answer"}
+    state, memory = answered(RS_1, answer)
+    more = {"role": "user", "content": "And tomorrow?"}
+    body = {"model": "gpt-5", "input": [USER, {"type": "item_reference", "id": "msg_1"}, more]}
+    assert [v.rule for v in violations(body, state)] == ["RS-5"]
+    result = repaired(body, memory)
+    assert result.body["input"] == [USER, without_id(answer), more]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM405", 1, "replaced")]
+    assert violations(result.body, state) == []
+    kept_by_id = repaired({**body, "input": [USER, answer, more]}, memory)  # the message itself, by its msg_ id
+    assert kept_by_id.body["input"] == [USER, without_id(answer), more] and violations(kept_by_id.body, state) == []
+    whole = {**body, "input": [USER, {"type": "item_reference", "id": "rs_1"}, {"type": "item_reference", "id": "msg_1"}, more]}
+    assert violations(whole, state) == [] and repaired(whole, memory).findings == ()

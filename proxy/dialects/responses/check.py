@@ -65,6 +65,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 broken = True  # TM404 (RS-12), TM407 (RS-7)
             elif kind == "item_reference":
                 referenced.append(key)
+                if key.startswith("msg_"):  # TM405 (RS-5): a message is recalled by its id; was its reasoning left out?
+                    (reasoned_ids if reasoned else wanted).append(key)
             else:  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
                 named.append(key)  # its characters, and whether it repeats one (TM403): all ids at once, at the end
                 if kind == "message":

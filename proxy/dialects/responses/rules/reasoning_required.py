@@ -5,7 +5,10 @@ The server looks the ``fc_...`` (``ctc_...``, ``msg_...``) id up, finds it was m
 item, and refuses the input without it (RS-4: "... was provided without its required 'reasoning' item"; RS-5
 for an assistant message). Memory tells which reasoning item each came with; when that very item is not in the
 input (another response's reasoning before it does not count), the item loses its ``id`` (never its content),
-so the server takes it as client input. Answers RS-4, RS-5.
+so the server takes it as client input. Everything one reasoning item produced in an output needs it, across
+messages: reasoning, a message, then calls, resent without the reasoning, lose the ids of the message and the calls.
+An ``item_reference`` to such a message (Mastra's memory replays references) is replaced by the message memory holds,
+without its id. Answers RS-4, RS-5.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -20,6 +23,8 @@ Good:
 """
 
 from typing import Any
+
+import orjson
 
 from proxy.dialects.responses.items import is_call, recall_key
 from proxy.dialects.responses.rules.dangling_reasoning import produced_by_model
@@ -54,11 +59,24 @@ def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
     return None
 
 
+def _referenced(item: Any) -> str | None:
+    """The id an ``item_reference`` names (a message's is what memory recalls it by), else None."""
+    if type(item) is not dict or item.get("type") != "item_reference":
+        return None
+    key = item.get("id")
+    return key if type(key) is str and key else None
+
+
 def apply(ctx: Context) -> None:
-    present: set[str] = set()  # the marks of the reasoning items before the current item
+    present: set[str] = set()  # the marks of the reasoning items before the current item, and every referenced id
     for position, item in enumerate(ctx.messages):
         if type(item) is dict and item.get("type") == "reasoning":
             present |= marks(item)
+            continue
+        reference = _referenced(item)
+        if reference is not None:
+            present.add(reference)  # it may name reasoning
+            _referenced_message(ctx, position, reference, present)
             continue
         key = recall_key(item) if _produced(item) and "id" in item else None
         turn = ctx.recalled.get(key) if key is not None else None
@@ -66,3 +84,20 @@ def apply(ctx: Context) -> None:
         if own is not None and not marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
+
+
+def _referenced_message(ctx: Context, position: int, key: str, present: set[str]) -> None:
+    """An ``item_reference`` to a remembered assistant message whose reasoning item is not in the input: the server
+    would resolve it and refuse the message without its reasoning (RS-5), so the message memory holds, without its
+    ``id``, stands in its place."""
+    turn = ctx.recalled.get(key)
+    message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None) if turn is not None else None
+    own = _own_reasoning(turn, key) if message is not None and turn is not None else None
+    if own is None or marks(own) & present:
+        return
+    made = {name: value for name, value in message.items() if name != "id"}
+    made = orjson.loads(orjson.dumps(made))  # never alias the memory
+    ctx.origin[id(made)] = ctx.index_of(ctx.messages[position])
+    ctx.report(RULE, ctx.messages[position], "replaced", f"item_reference {key} replaced by the remembered message without its id: its "
+                                                       "reasoning item is not in the input")
+    ctx.messages[position] = made
