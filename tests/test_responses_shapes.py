@@ -183,3 +183,36 @@ def test_a_reference_to_a_message_whose_reasoning_is_gone_keeps_the_turn() -> No
     assert kept_by_id.body["input"] == [USER, without_id(answer), more] and violations(kept_by_id.body, state) == []
     whole = {**body, "input": [USER, {"type": "item_reference", "id": "rs_1"}, {"type": "item_reference", "id": "msg_1"}, more]}
     assert violations(whole, state) == [] and repaired(whole, memory).findings == ()
+
+
+FAKE_RS = {"type": "reasoning", "id": "rs_made_up", "summary": [{"type": "summary_text", "text": "Calling the tool."}]}
+
+
+def test_ids_memory_knows_the_server_never_issued_are_left_out() -> None:
+    """RS-8: a reasoning item a converter made up in front of a call memory holds (made with no reasoning, or with
+    another), and a made-up ``fc_`` id for a remembered call, would be looked up and not found (404)."""
+    for output in ([FC_1], [RS_1, FC_1]):  # a model that did not reason, or one whose reasoning the filter lost
+        state, memory = answered(*output)
+        body = {"model": "gpt-5", "input": [USER, FAKE_RS, FC_1, out("call_1")]}
+        assert violations(body, state)[0].rule == "RS-8"
+        result = repaired(body, memory)
+        assert result.body["input"][:2] == [USER, FC_1 if output == [FC_1] else without_id(FC_1)]
+        assert [f.code for f in result.findings] == ["TM409"] + (["TM405"] if len(output) == 2 else [])
+        assert violations(result.body, state) == []
+    state, memory = answered(FC_1)
+    made_up = {**FC_1, "id": "fc_" + "9" * 24}  # a gateway's id for call_1
+    body = {"model": "gpt-5", "input": [USER, made_up, out("call_1")]}
+    assert violations(body, state)[0].rule == "RS-8"
+    result = repaired(body, memory)
+    assert result.body["input"] == [USER, without_id(FC_1), out("call_1")] and violations(result.body, state) == []
+
+
+def test_ids_memory_cannot_judge_are_the_server_s() -> None:
+    """Nothing is left out where memory does not know: reasoning before a call memory does not hold, before the call
+    it made, or whose id a remembered turn holds; a call remembered with the same id."""
+    state, memory = answered(RS_1, FC_1)
+    for items in ([USER, FAKE_RS, {**FC_2, "id": "fc_2"}, out("call_2")],  # call_2 is not remembered
+                  [USER, RS_1, FC_1, out("call_1")],
+                  [USER, RS_1, MSG_1, FC_1, out("call_1")]):
+        planned = RESPONSES.plan({"model": "gpt-5", "input": items}, OPENAI)
+        assert planned is None or planned.repair(memory, Policy()).findings == ()

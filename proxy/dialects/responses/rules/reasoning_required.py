@@ -41,7 +41,7 @@ def _produced(item: Any) -> bool:
     return is_call(item) or (type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant")
 
 
-def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
+def own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
     """The reasoning item the remembered response made the item with, if any: the latest reasoning item before it
     in one output. Everything a reasoning item produced needs it, across messages (an answer of reasoning, a
     message and calls: the calls need it too); only an item the model did not produce (an output, a client's
@@ -80,7 +80,7 @@ def apply(ctx: Context) -> None:
             continue
         key = recall_key(item) if _produced(item) and "id" in item else None
         turn = ctx.recalled.get(key) if key is not None else None
-        own = _own_reasoning(turn, item["id"]) if turn is not None else None
+        own = own_reasoning(turn, item["id"]) if turn is not None else None
         if own is not None and not marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
@@ -92,7 +92,7 @@ def _referenced_message(ctx: Context, position: int, key: str, present: set[str]
     ``id``, stands in its place."""
     turn = ctx.recalled.get(key)
     message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None) if turn is not None else None
-    own = _own_reasoning(turn, key) if message is not None and turn is not None else None
+    own = own_reasoning(turn, key) if message is not None and turn is not None else None
     if own is None or marks(own) & present:
         return
     made = {name: value for name, value in message.items() if name != "id"}
