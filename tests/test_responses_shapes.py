@@ -4,24 +4,19 @@ toolmend forwards.
 
 * One output of reasoning, an assistant message and a call resent without its reasoning (the ruling of TM405): the
   reasoning item is required by everything it produced in that output, across the message, so both lose their ids.
-* That output's calls put back from memory for a client that kept only the message's text: with their reasoning.
+* That output's calls put back from memory for a client that kept only the message's text: with their reasoning
+  (end to end, streamed, in ``test_responses_e2e.py``).
+* An output without ``call_id`` (RS-15), a reference to a message whose reasoning is gone (RS-5), ids memory knows
+  the server never issued (RS-8).
 """
 
-from collections.abc import Iterator
 from typing import Any
 
-import openai
 import orjson
-import pytest
 
-from proxy.app import create_app
-from proxy.config import Settings
 from proxy.dialects.responses import RESPONSES
 from proxy.repair import Policy, Result
-from tests.support.responses_agent import MODES, Mode, Wire, ask, outputs_for
-from tests.support.responses_upstream import PREAMBLE_HEADER, ResponsesRecorder, make_responses_upstream
 from tests.support.responses_validator import ServerState, violations
-from tests.support.strict_upstream import PARALLEL_HEADER, serve
 
 OPENAI = RESPONSES.profile("openai")
 
@@ -40,7 +35,7 @@ def answered(*output: dict[str, Any], response_id: str = "resp_1") -> tuple[Serv
     state.remember(response_id, [USER], [dict(item) for item in output])
     keys = [item["call_id"] if "call_id" in item else item["id"] for item in output if item["type"] != "reasoning"]
     turn = {"dialect": "responses", "ids": [*keys, response_id], "response_id": response_id, "items": list(output)}
-    return state, {key: turn for key in turn["ids"]}
+    return state, dict.fromkeys(turn["ids"], turn)
 
 
 def out(call_id: str, text: str = "18C", kind: str = "function_call_output") -> dict[str, Any]:
@@ -70,7 +65,7 @@ def test_every_item_a_reasoning_item_produced_across_a_message_requires_it() -> 
 
 
 def test_the_items_of_one_output_keep_their_ids_when_its_reasoning_is_there() -> None:
-    state, memory = answered(RS_1, MSG_1, FC_1)
+    state, _ = answered(RS_1, MSG_1, FC_1)
     body = {"model": "gpt-5", "input": [USER, RS_1, MSG_1, FC_1, out("call_1")]}
     assert violations(body, state) == []
     planned = RESPONSES.plan(body, OPENAI)
@@ -98,57 +93,6 @@ def test_a_preamble_kept_with_its_reasoning_does_not_get_a_second_copy() -> None
         result = repaired({"model": "gpt-5", "input": [USER, reasoning, MSG_1, *OUTPUTS]}, memory)
         assert result.body["input"] == [USER, reasoning, MSG_1, FC_1, FC_2, CTC_3, *OUTPUTS]
     assert violations(result.body, state) == []
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, ResponsesRecorder]]:
-    app, recorder = make_responses_upstream(seed=26)
-    with serve(app) as url:
-        yield url, recorder
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: tuple[str, ResponsesRecorder]) -> Iterator[str]:
-    with serve(create_app(Settings(upstream=upstream[0] + "/v1"))) as url:
-        yield url
-
-
-@pytest.fixture
-def wire() -> Iterator[Wire]:
-    recording = Wire()
-    yield recording
-    recording.close()
-
-
-TOOLS: list[Any] = [
-    {"type": "function", "name": "weather", "description": "Weather for a city",
-     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
-    {"type": "custom", "name": "apply_patch", "description": "Apply a patch"},
-]
-
-
-@pytest.mark.parametrize("include", [[], ["reasoning.encrypted_content"]], ids=["reasoning-by-id", "encrypted-reasoning"])
-@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "create"])
-def test_a_streamed_preamble_and_parallel_calls_kept_as_text_and_outputs(upstream: tuple[str, ResponsesRecorder], proxy: str,
-                                                                         wire: Wire, mode: Mode, include: list[str]) -> None:
-    """A reasoning model streams reasoning, an assistant message and three parallel calls (two function calls, one
-    custom tool call); the client keeps the message's text and the outputs. The calls come back with their ``fc_``
-    ids and the reasoning they were made with, as the stream carried it."""
-    url, rec = upstream
-    rec.reset()
-    client = wire.client(proxy + "/v1", f"sk-preamble-{mode}-{len(include)}")
-    history: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris and Tokyo, and patch the file"}]
-    answer = ask(client, mode, model="gpt-5.5", input=history, tools=TOOLS, include=include,
-                 extra_headers={PARALLEL_HEADER: "3", PREAMBLE_HEADER: TEXT})
-    emitted = rec.emitted_turns[-1]
-    assert [item["type"] for item in emitted] == ["reasoning", "message", "function_call", "custom_tool_call", "function_call"]
-    history += [{"role": "assistant", "content": answer.output_text}, *outputs_for(answer)]
-    final = ask(client, mode, model="gpt-5.5", input=history, tools=TOOLS, include=include)
-    assert final.output_text == "Received 3 tool outputs." and rec.rejections == []
-    assert wire.last.headers["x-toolmend-repairs"] == "TM101=1"
-    sent = rec.last.json["input"]
-    assert sent[2:6] == [emitted[0], *emitted[2:]]  # the reasoning, then the calls, each as the upstream made it
-    assert all(orjson.dumps(item) in rec.last.body_bytes for item in sent[2:6])
 
 
 def test_an_output_without_call_id_answers_the_only_unanswered_call() -> None:
@@ -210,7 +154,7 @@ def test_ids_memory_knows_the_server_never_issued_are_left_out() -> None:
 def test_ids_memory_cannot_judge_are_the_server_s() -> None:
     """Nothing is left out where memory does not know: reasoning before a call memory does not hold, before the call
     it made, or whose id a remembered turn holds; a call remembered with the same id."""
-    state, memory = answered(RS_1, FC_1)
+    _, memory = answered(RS_1, FC_1)
     for items in ([USER, FAKE_RS, {**FC_2, "id": "fc_2"}, out("call_2")],  # call_2 is not remembered
                   [USER, RS_1, FC_1, out("call_1")],
                   [USER, RS_1, MSG_1, FC_1, out("call_1")]):

@@ -19,7 +19,16 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.messages.check import inspect, may_change
-from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, leading_assistant, refused_signature, thinking, thinking_required, tool_use_id, unsigned_thinking
+from proxy.dialects.messages.rules import (
+    BLOCK_RULES,
+    THINKING_RULES,
+    leading_assistant,
+    refused_signature,
+    thinking,
+    thinking_required,
+    tool_use_id,
+    unsigned_thinking,
+)
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
 from proxy.repair.context import Context, Recalled

@@ -33,10 +33,8 @@ def apply(ctx: Context) -> None:
     unanswered = [call for _, _, _, call in each_call(ctx.messages) if call_id(call) not in answered]
     for position, message in nameless:
         name = message.get("name")
-        if name is not None:
-            matches = [call for call in unanswered if call_name(call) == name]
-        else:  # nothing to match by: only a lone unanswered call is certainly the one it answers
-            matches = list(unanswered) if len(unanswered) == 1 else []
+        # Without a name there is nothing to match by: only a lone unanswered call is certainly the one it answers.
+        matches = unanswered if name is None else [call for call in unanswered if call_name(call) == name]
         if len(matches) == 1:
             message["tool_call_id"] = call_id(matches[0])
             unanswered.remove(matches[0])
@@ -44,6 +42,5 @@ def apply(ctx: Context) -> None:
             ctx.report(RULE, message, "attached", f"answers the only unanswered call{named} ({message['tool_call_id']})", position)
         else:
             message["tool_call_id"] = stable_id(position, name, prefix="call_tm")
-            why = (f"{'several' if matches else 'no'} unanswered call named {name!r}" if name is not None
-                   else f"no name, and {len(unanswered)} unanswered calls")
+            why = f"{'several' if matches else 'no'} unanswered call" + (f" named {name!r}" if name is not None else "s, and no name")
             ctx.report(RULE, message, "added", f"{why}; given id {message['tool_call_id']}", position)

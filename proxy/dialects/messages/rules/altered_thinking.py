@@ -9,22 +9,22 @@ the message's ``tool_use`` ids; thinking memory does not hold, and any other blo
 Request:
     {"thinking": {"type": "enabled", "budget_tokens": 1024}}
 Bad:
-    {"role": "user", "content": "Weather in Paris?"}
-    {"role": "assistant", "content": [{"type": "thinking", "thinking": "The user wants the weather. I will call the tool.", "signature": "c2ln"}, {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}]}
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+    {"role": "user", "content": [{"type": "text", "text": "What time is it in Tokyo?"}]}
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "Tokyo is UTC+9. Ask the clock.", "signature": "dG9reW8"}, {"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "toolu_07", "name": "clock", "input": {"tz": "Asia/Tokyo"}}]}
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_07", "content": "09:00"}]}
 Recalled:
-    {"dialect": "messages", "ids": ["toolu_01"], "message_id": "msg_01", "blocks": [{"type": "thinking", "thinking": "The user wants the weather.\n\nI will call the tool.  ", "signature": "c2ln"}, {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}]}
+    {"dialect": "messages", "ids": ["toolu_07"], "message_id": "msg_07", "blocks": [{"type": "thinking", "thinking": "Tokyo is UTC+9.\n\nAsk the clock. ", "signature": "dG9reW8"}, {"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "toolu_07", "name": "clock", "input": {"tz": "Asia/Tokyo"}}]}
 Good:
-    {"role": "user", "content": "Weather in Paris?"}
-    {"role": "assistant", "content": [{"type": "thinking", "thinking": "The user wants the weather.\n\nI will call the tool.  ", "signature": "c2ln"}, {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}]}
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+    {"role": "user", "content": [{"type": "text", "text": "What time is it in Tokyo?"}]}
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "Tokyo is UTC+9.\n\nAsk the clock. ", "signature": "dG9reW8"}, {"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "toolu_07", "name": "clock", "input": {"tz": "Asia/Tokyo"}}]}
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_07", "content": "09:00"}]}
 """
 
 from typing import Any
 
 import orjson
 
-from proxy.dialects.messages.blocks import THINKING, is_tool_use
+from proxy.dialects.messages.blocks import THINKING, is_tool_use, tool_use_id_of
 from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
 from proxy.dialects.messages.view import is_message
 from proxy.repair.context import Context
@@ -46,7 +46,7 @@ def _remembered(ctx: Context, content: list[Any]) -> dict[str, Any]:
     """The thinking blocks memory holds for the turns of ``content``'s calls, by signature."""
     found: dict[str, Any] = {}
     for block in content:
-        turn = ctx.recalled.get(block.get("id")) if is_tool_use(block) else None
+        turn = ctx.recalled.get(cid) if is_tool_use(block) and (cid := tool_use_id_of(block)) is not None else None
         if turn is not None and dialect_of(turn) == "messages":
             found.update((signature, kept) for kept in turn.get("blocks", ()) if (signature := signed(kept)) is not None)
     return found

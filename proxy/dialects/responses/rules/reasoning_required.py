@@ -91,9 +91,11 @@ def _referenced_message(ctx: Context, position: int, key: str, present: set[str]
     would resolve it and refuse the message without its reasoning (RS-5), so the message memory holds, without its
     ``id``, stands in its place."""
     turn = ctx.recalled.get(key)
-    message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None) if turn is not None else None
-    own = own_reasoning(turn, key) if message is not None and turn is not None else None
-    if own is None or marks(own) & present:
+    if turn is None:
+        return
+    message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None)
+    own = own_reasoning(turn, key)
+    if message is None or own is None or marks(own) & present:
         return
     made = {name: value for name, value in message.items() if name != "id"}
     made = orjson.loads(orjson.dumps(made))  # never alias the memory
