@@ -149,6 +149,8 @@ def test_ids_memory_knows_the_server_never_issued_are_left_out() -> None:
     assert violations(body, state)[0].rule == "RS-8"
     result = repaired(body, memory)
     assert result.body["input"] == [USER, without_id(FC_1), out("call_1")] and violations(result.body, state) == []
+    # Under store: false nothing is looked up by its id: TM409 leaves it (what TM407 does with ids is its own business).
+    assert "TM409" not in {f.code for f in repaired({**body, "store": False}, memory).findings}
 
 
 def test_ids_memory_cannot_judge_are_the_server_s() -> None:

@@ -7,7 +7,7 @@ Only where memory can tell is anything changed: a call remembered under its ``ca
 the made-up ``id`` (never its content); a reasoning item right before an item memory holds, which memory says was made
 with no reasoning or with another one, and whose id no remembered turn holds, is dropped (reasoning is never made up,
 so a fabricated one cannot be kept; what the real one produced then follows TM405). An id memory knows nothing of is
-left to the server. Answers RS-8.
+left to the server, and so is every id of a ``store: false`` request, which the server does not look up. Answers RS-8.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -58,8 +58,8 @@ def _issued_elsewhere(item: dict[str, Any], following: Any, ctx: Context, known:
 
 
 def apply(ctx: Context) -> None:
-    if not ctx.recalled:
-        return
+    if not ctx.recalled or ctx.request.get("store") is False:
+        return  # nothing to tell, or nothing looked up: under ``store: false`` the server reads items as sent
     turns = {id(turn): turn for turn in ctx.recalled.values()}.values()
     known = {value for turn in turns for kept in turn.get("items", ()) if type(kept) is dict and type(value := kept.get("id")) is str}
     items = ctx.messages
