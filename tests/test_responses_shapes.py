@@ -85,6 +85,9 @@ def test_calls_put_back_after_a_kept_preamble_come_with_their_reasoning() -> Non
     assert orjson.dumps(result.body["input"][2]) == orjson.dumps(RS_1)  # the reasoning as remembered, byte for byte
     assert [(f.code, f.calls) for f in result.findings] == [("TM101", 3)]
     assert violations(result.body, state) == []
+    # Kept with its msg_ id: the reasoning now stands after it, so it loses the id (TM405), and the calls keep theirs.
+    by_id = repaired({**body, "input": [USER, MSG_1, *OUTPUTS]}, memory)
+    assert by_id.body["input"] == [USER, without_id(MSG_1), RS_1, FC_1, FC_2, CTC_3, *OUTPUTS] and violations(by_id.body, state) == []
 
 
 def test_a_preamble_kept_with_its_reasoning_does_not_get_a_second_copy() -> None:
