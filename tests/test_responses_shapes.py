@@ -144,7 +144,7 @@ def test_ids_memory_knows_the_server_never_issued_are_left_out() -> None:
         assert violations(body, state)[0].rule == "RS-8"
         result = repaired(body, memory)
         assert result.body["input"][:2] == [USER, FC_1 if output == [FC_1] else without_id(FC_1)]
-        assert [f.code for f in result.findings] == ["TM409"] + (["TM405"] if len(output) == 2 else [])
+        assert [f.code for f in result.findings] == ["TM410"] + (["TM405"] if len(output) == 2 else [])
         assert violations(result.body, state) == []
     state, memory = answered(FC_1)
     made_up = {**FC_1, "id": "fc_" + "9" * 24}  # a gateway's id for call_1
@@ -152,8 +152,8 @@ def test_ids_memory_knows_the_server_never_issued_are_left_out() -> None:
     assert violations(body, state)[0].rule == "RS-8"
     result = repaired(body, memory)
     assert result.body["input"] == [USER, without_id(FC_1), out("call_1")] and violations(result.body, state) == []
-    # Under store: false nothing is looked up by its id: TM409 leaves it (what TM407 does with ids is its own business).
-    assert "TM409" not in {f.code for f in repaired({**body, "store": False}, memory).findings}
+    # Under store: false nothing is looked up by its id: TM410 leaves it (what TM407 does with ids is its own business).
+    assert "TM410" not in {f.code for f in repaired({**body, "store": False}, memory).findings}
 
 
 def test_ids_memory_cannot_judge_are_the_server_s() -> None:

@@ -76,7 +76,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     broken = True
         if kind == "reasoning":
             # What follows reasoning need not be looked up (TM405), unless only the server's store vouches for the
-            # reasoning (an id, no encrypted content): a converter may have made it up, which memory can tell (TM409).
+            # reasoning (an id, no encrypted content): a converter may have made it up, which memory can tell (TM410).
             reasoned = key is _MISSING or bool(item.get("encrypted_content"))
             # dangling_reasoning.produced_by_model of the next item
             following = items[position + 1] if position < last else None

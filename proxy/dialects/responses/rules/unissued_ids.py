@@ -31,7 +31,7 @@ from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
 
-RULE = Rule("TM409", "unissued-ids", ("RS-8",))
+RULE = Rule("TM410", "unissued-ids", ("RS-8",))
 
 
 def _held(turn: Turn | None, item: dict[str, Any]) -> dict[str, Any] | None:
