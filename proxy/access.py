@@ -30,14 +30,15 @@ class Denied(Exception):
 
 
 class Access:
-    def __init__(self, client_keys: Iterable[str], require_client_key: bool) -> None:
+    def __init__(self, client_keys: Iterable[str], require_client_key: bool, carriers: credentials.Carriers = credentials.BUILT_IN) -> None:
         self.client_keys = frozenset(key.encode() for key in client_keys)
         self.require_client_key = require_client_key
+        self.carriers = carriers
 
     def check(self, headers: RawHeaders, query: bytes, routes: Iterable[UpstreamRoute]) -> None:
         """Raises ``Denied`` unless the client may use at least one of ``routes``: the selected route, or
         the routes a chat completion may still end on before its body is read."""
-        if self.require_client_key and not credentials.present(headers, query):
+        if self.require_client_key and not self.carriers.present(headers, query):
             raise Denied("This toolmend proxy requires a credential: send your API key, e.g. as 'Authorization: Bearer <key>'.",
                          "missing_api_key")
         for route in routes:

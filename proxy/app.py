@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from proxy.access import Access
 from proxy.config import Settings
+from proxy.credentials import Carriers
 from proxy.dialects import DIALECTS
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
@@ -20,10 +21,11 @@ from proxy.forward import Upstream
 from proxy.limits import BodyDeadline
 from proxy.memory import Store, open_store, redact
 from proxy.memory.guarded import GuardedStore
+from proxy.memory.refusals import Noted
 from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
-from proxy.repair import Policy, detect_profile, get_profile
+from proxy.repair import Policy, route_profile
 from proxy.router import Router, UpstreamRoute
 from proxy.state import ProxyState
 from proxy.tenant import Tenancy
@@ -44,16 +46,18 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         upstream_transport = transport if transport is not None else FastTransport(egress=settings.egress, ca_file=settings.upstream_ca_file)
-        tenancy = _tenancy(settings)
+        carriers = Carriers(settings.credential_header)
+        tenancy = _tenancy(settings, carriers)
 
         def route(upstream: str, profile: str, api_key: str | None, prefix: str | None = None, model: str | None = None) -> UpstreamRoute:
-            chosen = detect_profile(upstream) if profile == "auto" else get_profile(profile)
-            how = "detected from the upstream host" if profile == "auto" else "configured"
+            chosen, by_model = route_profile(upstream, profile)
+            how = "configured" if profile != "auto" else "detected from the upstream host"
+            how = "by each request's model, else openai" if by_model else f"{chosen.name}, {how}"
             where = f"prefix {prefix}" if prefix else f"model {model}" if model else "default route"
-            log.info("%s: forwarding to %s %s (profile %s, %s)", where, upstream, settings.egress.describe(upstream), chosen.name, how)
+            log.info("%s: forwarding to %s %s (profile %s)", where, upstream, settings.egress.describe(upstream), how)
             forward = Upstream(upstream, upstream_transport, settings.upstream_timeout, api_key, settings.max_upstream_connections,
                                client_keys=settings.client_keys)
-            return UpstreamRoute(forward, chosen, prefix, model, tenancy)
+            return UpstreamRoute(forward, chosen, prefix, model, tenancy, by_model)
 
         memory = GuardedStore(store if store is not None else open_store(settings.memory, settings.memory_ttl, settings.memory_max_entries),
                               report=metrics.memory_health, counted=metrics.memory_recalls)
@@ -61,10 +65,11 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             settings=settings,
             router=Router(route(settings.upstream, settings.profile, settings.upstream_api_key),
                           tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes)),
-            access=Access(settings.client_keys, settings.require_client_key),
+            access=Access(settings.client_keys, settings.require_client_key, carriers),
             store=memory,
             policy=Policy(orphans=settings.orphan_policy, thinking=settings.thinking_policy),
             metrics=metrics,
+            refusals=Noted(settings.memory_ttl),
         )
         await _announce_memory(memory, settings, given=store is not None)
         try:
@@ -97,13 +102,19 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
     )
 
 
-def _tenancy(settings: Settings) -> Tenancy:
+def _tenancy(settings: Settings, carriers: Carriers) -> Tenancy:
     if settings.tenant_scope == "upstream":
         log.warning("--tenant-scope upstream: every client of an upstream shares one memory, so any client can recall any "
                     "other's calls; meant for single-user deployments")
-    elif settings.tenants:
+        return Tenancy(settings.tenant_scope)
+    if settings.tenants:
         log.info("memory kept per named tenant for their keys: %s", ", ".join(tenant.name for tenant in settings.tenants))
-    return Tenancy(settings.tenant_scope, settings.tenants)
+    # A route that sends no key of toolmend's admits clients with no credential at all, unless told to refuse them.
+    if not settings.require_client_key and (settings.upstream_api_key is None or any(route.api_key is None for route in settings.routes)):
+        log.warning("requests that carry no credential (in %s, or ?key=) share one memory per upstream, so any of them can recall "
+                    "another's calls: --require-client-key refuses them, --credential-header names a header that carries one",
+                    ", ".join(sorted(name.decode() for name in carriers.names)))
+    return Tenancy(settings.tenant_scope, settings.tenants, carriers)
 
 
 async def _announce_memory(memory: GuardedStore, settings: Settings, given: bool) -> None:

@@ -18,7 +18,7 @@ from proxy.dialects import CHAT, MESSAGES, RESPONSES, Dialect
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
 from proxy.dialects.messages.rules import refused_signature
-from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning
+from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning, unknown_item
 from proxy.repair import Policy, Result
 from proxy.repair.catalog import all_rules, describe
 from proxy.repair.engine import TOO_DEEP
@@ -159,7 +159,7 @@ def list_rules(out: TextIO) -> int:
     for doc in all_rules():
         scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
-    dialect_rules: tuple[tuple[str, tuple[Described, ...]], ...] = (("responses", (*ITEM_RULES, refused_reasoning)),
+    dialect_rules: tuple[tuple[str, tuple[Described, ...]], ...] = (("responses", (*ITEM_RULES, refused_reasoning, unknown_item)),
                                                                     ("messages", (*MESSAGES_RULES, surrogates, refused_signature)))
     for api, rules in dialect_rules:
         for doc in (describe(rule) for rule in rules):

@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         described = f"{option.help} (env {option.env}, default {option.default})"
         if option.kind is flag:  # a switch: present means on; the environment variable takes true/false
             serve.add_argument(option.flag, dest=option.name, action="store_const", const=True, default=None, help=described)
+        elif option.repeated:
+            serve.add_argument(option.flag, dest=option.name, action="append", default=None, help=described)
         else:
             serve.add_argument(option.flag, dest=option.name, default=None, help=described)
 
@@ -91,15 +94,25 @@ def serve_forever(settings: Settings) -> None:
         "proxy_headers": False,
     }
     if settings.workers == 1:
-        uvicorn.run(create_app(settings), **common)
+        app = create_app(settings)
+        signal.signal(signal.SIGTERM, _stopped)
+        uvicorn.run(app, **common)
         return
     for option in SERVE_OPTIONS:
         value = getattr(settings, option.name)
         if value is not None:
-            os.environ[option.env] = str(value)
+            os.environ[option.env] = ",".join(value) if option.repeated else str(value)
     # Each worker counts in its own files there, and /metrics sums them (prometheus-client multiprocess mode).
     os.environ.setdefault(MULTIPROCESS_ENV, tempfile.mkdtemp(prefix="toolmend-metrics-"))
     uvicorn.run("proxy.cli:app_from_environment", factory=True, workers=settings.workers, **common)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """SIGTERM is a request to stop, not a failure: exit 0 once it is done. uvicorn drains the requests in flight,
+    then sends itself the signal again to end as its default handler would (killed by it, status -15), which an
+    orchestrator records as a kill. This handler is the one uvicorn falls back to. (With ``--workers`` the
+    supervisor ends with 0 by itself.)"""
+    raise SystemExit(0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from proxy.credentials import key_list
+from proxy.credentials import header_names, key_list
 from proxy.egress import Egress, from_environment
 from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
@@ -42,7 +42,8 @@ def flag(raw: object) -> bool:
     raise ValueError(raw)
 
 
-KIND_NAMES = {str: "text", int: "whole number", float: "number", flag: "yes/no value (true or false)"}
+KIND_NAMES = {str: "text", int: "whole number", float: "number", flag: "yes/no value (true or false)",
+              header_names: "list of header names (the flag repeated, or the variable comma-separated)"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Option:
     default: Any
     help: str
     kind: Callable[[Any], Any] = str
+    repeated: bool = False  # the flag may be given more than once; the variable separates values by commas
 
     @property
     def flag(self) -> str:
@@ -80,12 +82,17 @@ SERVE_OPTIONS = (
     Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
     Option("max_messages", 10_000, "most messages a chat-completions request may carry", int),
     Option("max_header_bytes", 64 * 1024, "largest request head (target and header lines) accepted, counted as it arrives", int),
-    Option("client_timeout", 60.0, "seconds a client may take to send its request body, or stall taking its answer", float),
+    Option("client_timeout", 60.0, "seconds a client may take to send its request body", float),
+    Option("send_timeout", 60.0, "seconds a client may go without taking any of its answer; its connection is then closed, "
+                                 "and the upstream request with it", float),
     Option("max_upstream_connections", 512, "concurrent requests to each upstream; more wait, then get 503", int),
     Option("head_timeout", 10.0, "seconds a client may take to send its request line and headers", float),
     Option("max_connections", 1000, "open client connections at most (at the limit, the one longest waiting for its head is closed)", int),
     Option("max_capture_bytes", 16 * 1024 * 1024, "bytes of one upstream answer read for remembering calls; beyond, it is relayed unremembered", int),
     Option("require_client_key", False, "refuse requests that carry no credential at all (401)", flag),
+    Option("credential_header", (), "a request header that carries a client's credential, besides every provider's and "
+                                    "gateway's (it scopes memory, and counts as one for --require-client-key); repeatable",
+           header_names, repeated=True),
     Option("upstream_proxy", None, "outbound HTTP proxy to the upstreams (http://[user:password@]host:port), instead of "
            "HTTPS_PROXY / HTTP_PROXY / ALL_PROXY; none: connect directly. NO_PROXY applies either way"),
     Option("upstream_ca_file", None, "PEM file of the CAs trusted for upstream TLS, instead of SSL_CERT_FILE / SSL_CERT_DIR / certifi's bundle"),
@@ -114,11 +121,13 @@ class Settings:
     max_messages: int = 10_000
     max_header_bytes: int = 64 * 1024
     client_timeout: float = 60.0
+    send_timeout: float = 60.0
     max_upstream_connections: int = 512
     head_timeout: float = 10.0
     max_connections: int = 1000
     max_capture_bytes: int = 16 * 1024 * 1024
     require_client_key: bool = False
+    credential_header: tuple[str, ...] = ()
     upstream_proxy: str | None = field(default=None, repr=False)  # may carry the proxy's password
     upstream_ca_file: str | None = None
     log_level: str = "info"
@@ -204,6 +213,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--max-header-bytes {s.max_header_bytes} is too small; use at least 1024")
     if not (math.isfinite(s.client_timeout) and s.client_timeout > 0):
         raise ConfigError(f"--client-timeout {s.client_timeout} must be > 0 seconds")
+    if not (math.isfinite(s.send_timeout) and s.send_timeout > 0):
+        raise ConfigError(f"--send-timeout {s.send_timeout} must be > 0 seconds")
     if not (math.isfinite(s.head_timeout) and s.head_timeout > 0):
         raise ConfigError(f"--head-timeout {s.head_timeout} must be > 0 seconds")
     if s.max_connections < 16:

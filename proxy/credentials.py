@@ -1,23 +1,31 @@
-"""Where clients carry their keys: the headers and the query parameter of every supported provider.
+"""Where clients carry their keys: the headers and the query parameter of every supported provider and of the
+common API gateways in front of them, and the headers an operator names (``--credential-header``).
 
 One list serves the three decisions that depend on it: whose memory a request uses (``tenant``), whether
-the client may use a route (``access``), and which credentials may reach an upstream (``forward``).
+the client may use a route (``access``), and which credentials may reach an upstream (``forward``). The headers an
+operator names serve the first two (``Carriers``): they scope memory and count as a credential; they go upstream
+as sent.
 """
 
 import hmac
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from urllib.parse import unquote_to_bytes
 
-# OpenAI-style bearer tokens, Azure's api-key, Anthropic's x-api-key, Gemini's x-goog-api-key. The order is
-# part of the tenant formula (proxy/tenant.py): append, never reorder.
-HEADERS = (b"authorization", b"api-key", b"x-api-key", b"x-goog-api-key")
+# OpenAI-style bearer tokens, Azure's api-key, Anthropic's x-api-key, Gemini's x-goog-api-key; then the gateways':
+# Azure API Management's subscription key, Cloudflare AI Gateway's token, Portkey's key. The order is part of the
+# tenant formula (proxy/tenant.py): append, never reorder.
+HEADERS = (b"authorization", b"api-key", b"x-api-key", b"x-goog-api-key",
+           b"ocp-apim-subscription-key", b"cf-aig-authorization", b"x-portkey-api-key")
+#: What a header name may be (RFC 9110 5.1: a token).
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Gemini's native API also takes the key in the query string, as ``?key=``.
 PARAM = b"key"
 
 
-def in_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+def in_headers(headers: Iterable[tuple[bytes, bytes]], names: Collection[bytes] = HEADERS) -> dict[bytes, bytes]:
     """Each credential header the client sent, by lower-case name (of repeated ones, the last)."""
-    return {lowered: value for name, value in headers if (lowered := name.lower()) in HEADERS}
+    return {lowered: value for name, value in headers if (lowered := name.lower()) in names}
 
 
 def operator_header(headers: Iterable[tuple[bytes, bytes]], key: bytes) -> tuple[bytes, bytes]:
@@ -37,9 +45,30 @@ def in_query(query: bytes) -> list[bytes]:
     return [value for name, _, value in (part.partition(b"=") for part in query.split(b"&")) if _is_param(name)]
 
 
-def present(headers: Iterable[tuple[bytes, bytes]], query: bytes) -> bool:
-    """Whether the request carries any credential at all (an empty value, or a bare ``Bearer``, is none)."""
-    return any(name.lower() in HEADERS and token(value) for name, value in headers) or any(in_query(query))
+class Carriers:
+    """The headers that carry a client's credential in this deployment: ``HEADERS``, and those the operator names
+    (``--credential-header``; lower-case, in name order, so that the tenant formula does not depend on the order
+    they were given in)."""
+
+    def __init__(self, named: Iterable[str] = ()) -> None:
+        self.named = tuple(sorted({name.lower().encode() for name in named} - set(HEADERS)))
+        self.names = frozenset(HEADERS + self.named)
+
+    def present(self, headers: Iterable[tuple[bytes, bytes]], query: bytes) -> bool:
+        """Whether the request carries any credential at all (an empty value, or a bare ``Bearer``, is none)."""
+        return any(name.lower() in self.names and token(value) for name, value in headers) or any(in_query(query))
+
+
+#: Every provider's and gateway's carriers, none named by the operator.
+BUILT_IN = Carriers()
+
+
+def header_names(raw: object) -> tuple[str, ...]:
+    """Header names from repeated flags or one comma-separated variable; ValueError for one that is not a token."""
+    names = [name.strip() for item in (raw if isinstance(raw, (list, tuple)) else [raw]) for name in str(item).split(",")]
+    if not all(HEADER_NAME.fullmatch(name) for name in names if name):
+        raise ValueError(raw)
+    return tuple(name.lower() for name in names if name)
 
 
 def bearer(value: bytes) -> bytes | None:

@@ -1,10 +1,10 @@
-"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, forward (once more when the
-dialect knows a fix for the upstream's refusal), relay and remember. What differs between Chat Completions, the
-Responses API and Anthropic Messages is asked of the endpoint's dialect (``proxy/dialects/dialect.py``); nothing
-here knows a wire format.
+"""The one request path of every repaired endpoint: read, parse, plan, recall, repair, leave out what the upstream
+refused before, forward (once more when the dialect knows a fix for the upstream's refusal), relay and remember.
+What differs between Chat Completions, the Responses API and Anthropic Messages is asked of the endpoint's dialect
+(``proxy/dialects/dialect.py``); nothing here knows a wire format.
 
-Each step is a small function; the handler only strings them together. A request that needs no repair
-is forwarded as the exact bytes the client sent.
+Each step is a small function; the handler only strings them together. A request that needs no repair is forwarded
+as the exact bytes the client sent.
 """
 
 import asyncio
@@ -13,6 +13,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -23,10 +24,12 @@ from starlette.responses import Response
 from proxy.access import Denied
 from proxy.config import Settings
 from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.dialect import Dialect, Planned
+from proxy.dialects.dialect import STREAMED, Dialect, Planned, RefusalFix, retry
+from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
+from proxy.memory.refusals import refused_among, remember_refused
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, peek, relay_answer
 from proxy.repair import Policy, Profile, Result
@@ -90,13 +93,17 @@ def endpoint(dialect: Dialect) -> Handler:
             route, path = state.router.select(target, query, parsed.get("model"))
             state.access.check(headers, query, (route,))
             scope = memory_scope(route.tenant(headers, query), dialect)
-            line.tenant, line.profile = scope[:8], route.profile.name
-            profile = dialect.profile(route.profile.name)
+            chosen = route.profile_for(parsed.get("model"))
+            line.tenant, line.profile = scope[:8], chosen.name
+            profile = dialect.profile(chosen.name)
             outgoing, repairs, extra_headers = await _repair_request(state, dialect, profile, scope, body, parsed, mended, line)
-            answer = await _forward(request, state, dialect, route, path, outgoing, line)
+            exchange = Exchange(request, state, dialect, route, path, profile, scope, line)
+            sent = Sent(outgoing, parsed if outgoing is body else None, repairs, extra_headers)
+            sent = await _unrefused(exchange, sent)
+            answer = await _forward(exchange, sent.body)
+            extra_headers = sent.headers
             if dialect.retries(answer.status_code, state.policy):
-                answer, extra_headers = await _retried(request, state, dialect, profile, route, path, outgoing,
-                                                       parsed if outgoing is body else None, answer, repairs, extra_headers, line)
+                answer, extra_headers = await _retried(exchange, sent, answer)
         except Refused as refused:
             return refused.response
         except (InvalidPath, Denied) as refusal:
@@ -197,43 +204,126 @@ def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: 
     return headers
 
 
-async def _retried(request: Request, state: ProxyState, dialect: Dialect, profile: Profile, route: UpstreamRoute, path: bytes,
-                   outgoing: bytes, parsed: dict | None, answer: httpx.Response, repairs: Counter[str],
-                   headers: list[tuple[bytes, bytes]], line: RequestLine) -> tuple[httpx.Response, list[tuple[bytes, bytes]]]:
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """What the steps after the repair share: the client's request, the proxy, the dialect, the route and path its
+    request goes to, its profile, its memory scope and its log line."""
+
+    request: Request
+    state: ProxyState
+    dialect: Dialect
+    route: UpstreamRoute
+    path: bytes
+    profile: Profile
+    scope: str
+    line: RequestLine
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What goes upstream: the body, parsed when that is the client's body as read (else None: parsed when needed),
+    with what was repaired by rule code and the headers saying so."""
+
+    body: bytes
+    parsed: dict | None
+    repairs: Counter[str]
+    headers: list[tuple[bytes, bytes]]
+
+    def json(self) -> dict:
+        return self.parsed if self.parsed is not None else _parse(self.body)
+
+    def changed(self, exchange: "Exchange", body: bytes, counts: Counter[str]) -> "Sent":
+        """This, with ``body`` instead and ``counts`` more repairs, reported (the request's earlier ones not again)."""
+        state, line = exchange.state, exchange.line
+        calls = [header for header in self.headers if header[0] != REPAIRS_HEADER]
+        return Sent(body, None, self.repairs + counts,
+                    [*_reported(state, exchange.profile, counts, Counter(), line, self.repairs), *calls])
+
+
+async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
+    """``sent`` without the signatures or blobs the upstream refused before in this memory scope (remembered by
+    ``_retried``; asked of the store only for a scope this process saw a refusal in), when it carries any."""
+    state = exchange.state
+    fix = exchange.dialect.remembered_fix(state.policy)
+    if fix is None or fix.blobs is None or not state.refusals.has(exchange.scope):
+        return sent
+    body = sent.json()
+    carried = [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
+    refused = await refused_among(state.store, exchange.scope, carried) if carried else frozenset()
+    if not refused:
+        return sent
+    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    made = await run(retry, fix, body, exchange.profile, state.policy, Leaving(refused, remembered=True))
+    return sent if made is None else sent.changed(exchange, *made)
+
+
+async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tuple[httpx.Response, list[tuple[bytes, bytes]]]:
     """An answer that may be a refusal the dialect knows a fix for (Messages: a 400 refusing a thinking signature,
-    AM-14, under thinking policy ``drop``): its error body is read, up to ``REFUSAL_BYTES``, and when the dialect
-    makes a body of what was sent (``outgoing``; ``parsed`` when that is the body as read), that body goes once more
-    to the same upstream with the same headers, what it changed joining the request's repairs in the headers, the
-    log line and the metrics. Any other answer, a larger or unreadable one, and the answer to the retry, whatever
-    it is, go on to the client as the upstream sent them."""
+    AM-14, under thinking policy ``drop``): its error body is read, up to ``REFUSAL_BYTES`` (of a stream of status
+    200, its first event only), and when the dialect makes a body of what was sent, leaving out what memory did not
+    capture for this scope where it knows, that body goes once more to the same upstream with the same headers, what
+    it changed joining the request's repairs in the headers, the log line and the metrics. What the retry left out is
+    remembered as refused when its answer is a success. Any other answer, a larger or unreadable one, and the answer
+    to the retry, whatever it is, go on to the client as the upstream sent them."""
+    state = exchange.state
     try:
-        with client_watch(request.receive):
-            error = await peek(answer, REFUSAL_BYTES)
+        with client_watch(exchange.request.receive):
+            refusal = await _refusal(answer)
     except ClientGone:
         await answer.aclose()
         log.info("client left before the upstream's refusal was read; upstream request closed")
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
-    if error is None:
-        return answer, headers
-    sent = parsed if parsed is not None else _parse(outgoing)
-    run = _in_thread if len(outgoing) > LARGE_BODY_BYTES else _inline
-    retry = await run(dialect.retry, answer.status_code, error, sent, profile, state.policy)
-    if retry is None:
-        return answer, headers
-    body, counts = retry
-    await answer.aclose()  # read whole: its upstream slot goes back before the retry takes one
-    again = await _forward(request, state, dialect, route, path, body, line)
-    calls = [header for header in headers if header[0] != REPAIRS_HEADER]
-    return again, [*_reported(state, profile, counts, Counter(), line, repairs), *calls]
+    fix = exchange.dialect.fix_for(refusal, state.policy) if refusal is not None else None
+    if fix is None or refusal is None:
+        return answer, sent.headers
+    body = sent.json()
+    leaving = await _leaving(exchange, fix, refusal, body)
+    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    made = await run(retry, fix, body, exchange.profile, state.policy, leaving)
+    if made is None:
+        return answer, sent.headers
+    await answer.aclose()  # its upstream slot goes back before the retry takes one
+    again = await _forward(exchange, made[0])
+    if fix.blobs is not None and again.is_success:
+        left = leaving.digests if leaving.digests is not None else [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
+        await remember_refused(state.store, exchange.scope, exchange.dialect.name, left)
+        state.refusals.note(exchange.scope)
+    return again, sent.changed(exchange, *made).headers
 
 
-async def _forward(request: Request, state: ProxyState, dialect: Dialect, route: UpstreamRoute, path: bytes, outgoing: bytes,
-                   line: RequestLine) -> httpx.Response:
+async def _refusal(answer: httpx.Response) -> Refusal | None:
+    """What an answer ``Dialect.retries`` says may be a refusal says: its error body read whole (up to
+    ``REFUSAL_BYTES``), or, for an event stream of status 200, its first event; None when it is no refusal."""
+    if answer.status_code != STREAMED:
+        error = await peek(answer, REFUSAL_BYTES)
+        return read(answer.status_code, error, answer.headers) if error is not None else None
+    if not answer.headers.get("content-type", "").startswith("text/event-stream"):
+        return None
+    first = FirstEvent(REFUSAL_BYTES)
+    await peek(answer, REFUSAL_BYTES, first.read)
+    return first.refusal
+
+
+async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict) -> Leaving:
+    """What the retry of ``body`` after ``refusal`` leaves out: for signed thinking or encrypted reasoning, what memory
+    did not capture in this scope (``refusal.chosen``)."""
+    if fix.blobs is None:
+        return Leaving(refusal=refusal)
+    carried = fix.blobs.carried(body)
+    keys = fix.blobs.recall_keys(body) if carried else []
+    turns = await exchange.state.store.recall(exchange.scope, keys) if keys else {}
+    minted = frozenset(digest(blob) for turn in {id(turn): turn for turn in turns.values()}.values()
+                       for blob in fix.blobs.minted(turn) if type(blob) is str)
+    return chosen(refusal, carried, minted)
+
+
+async def _forward(exchange: Exchange, outgoing: bytes) -> httpx.Response:
     """Send upstream and wait for the answer's head, giving up if the client leaves meanwhile."""
-    upstream = route.upstream
+    request, state, line = exchange.request, exchange.state, exchange.line
+    upstream = exchange.route.upstream
     sending = upstream.send(
         "POST",
-        upstream.url(path, request.scope["query_string"]),
+        upstream.url(exchange.path, request.scope["query_string"]),
         upstream.request_headers(request.headers.raw, DROP_FOR_REPAIRED),
         outgoing,
     )
@@ -243,11 +333,11 @@ async def _forward(request: Request, state: ProxyState, dialect: Dialect, route:
             answer = await sending
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
-        raise Refused(exc.response(dialect.error)) from None
+        raise Refused(exc.response(exchange.dialect.error)) from None
     except ClientGone:
         log.info("client left before the upstream answered; upstream request cancelled")
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
-    observe_upstream(state.metrics, line, dialect.name, answer, started)
+    observe_upstream(state.metrics, line, exchange.dialect.name, answer, started)
     return answer
 
 

@@ -181,8 +181,12 @@ SERVER_SET = frozenset((b"date",))
 #: it raises and drops the client's keep-alive connection. The client needs none to read these answers.
 BODILESS_STATUSES = frozenset((204, 304))
 BODILESS_SKIP = SERVER_SET | {b"content-length"}
+#: toolmend's own answer headers (``x-toolmend-repairs``, ``-calls``, ``-memory``, ``-request-id``): only toolmend sets
+#: them, so one from an upstream would pass for toolmend's word and is never relayed.
+OWN_HEADERS = b"x-toolmend-"
 
 
 def response_headers(upstream: httpx.Response) -> RawHeaders:
+    """The upstream answer's headers that go on to the client: without hop-by-hop ones, the server's own, or toolmend's."""
     skip = BODILESS_SKIP if upstream.status_code in BODILESS_STATUSES else SERVER_SET
-    return without_hop_by_hop(upstream.headers.raw, skip)
+    return [(name, value) for name, value in without_hop_by_hop(upstream.headers.raw, skip) if not name.lower().startswith(OWN_HEADERS)]

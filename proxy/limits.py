@@ -1,4 +1,5 @@
-"""Every request body must arrive within ``--client-timeout``, chat or pass-through alike (408 after).
+"""Every request body must arrive within ``--client-timeout``, chat or pass-through alike (408 after, in the
+request's error shape: Anthropic's under ``/v1/messages``).
 
 The clock counts only the time spent waiting for the client: while the proxy itself is busy (waiting for
 an upstream slot, or for the upstream to take the bytes already read) it is stopped. A pass-through body
@@ -14,7 +15,7 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.errors import error_response
+from proxy.observe import error_shape_of
 
 log = logging.getLogger("toolmend")
 
@@ -62,6 +63,6 @@ class BodyDeadline:
             if answered:  # the answer has begun: all that is left is to end the connection
                 log.info("request body slower than %g s (--client-timeout) after the answer began", self.seconds)
                 return
-            response = error_response(408, f"The request body did not arrive within {self.seconds:g} s (--client-timeout).",
+            response = error_shape_of(scope)(408, f"The request body did not arrive within {self.seconds:g} s (--client-timeout).",
                                       code="request_timeout", headers={"connection": "close"})
             await response(scope, receive, send)

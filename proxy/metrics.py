@@ -14,6 +14,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
+#: Counted by the server's protocol (``proxy/server.py``), which has no app at hand: one counter per process, in the
+#: registry of every app the process makes (with ``--workers`` each worker writes its own, as for every metric).
+SEND_TIMEOUTS = Counter("toolmend_send_timeouts", "Client connections closed because the client took none of its answer "
+                        "for --send-timeout (the upstream request closed with it).", registry=None)
+
 
 class Metrics:
     def __init__(self) -> None:
@@ -44,6 +49,7 @@ class Metrics:
         self.capture_abandoned = Counter(
             "toolmend_capture_abandoned", "Answers relayed without remembering their calls: larger than --max-capture-bytes; "
             "by kind of answer (json, stream).", ["reason"], registry=r)
+        r.register(SEND_TIMEOUTS)
 
     def memory_recalls(self, backend: str, result: str, ids: int) -> None:
         """``GuardedStore``'s count of every recall: how many call ids were hits, misses or errors."""

@@ -13,7 +13,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.dialects import DIALECTS
+from proxy.dialects import DIALECTS, error_shape
+from proxy.errors import Render
 from proxy.logs import RequestLine
 from proxy.metrics import Metrics
 
@@ -55,6 +56,16 @@ def line_of(scope: Scope) -> RequestLine:
     """The request's line; a throwaway one when the observing layer is not in front (a bare handler in a test)."""
     line = scope.get("state", {}).get("request_line")
     return line if line is not None else RequestLine("-", scope.get("method", ""), scope.get("path", ""))
+
+
+def error_shape_of(scope: Scope) -> Render:
+    """The request's error shape, decided once from its path (``dialects.error_shape``) and kept in its scope: every
+    error toolmend makes for the request after its head arrived comes in this shape, whichever layer makes it."""
+    state = scope.setdefault("state", {})
+    shape = state.get("error_shape")
+    if shape is None:
+        shape = state["error_shape"] = error_shape(scope["path"], scope["headers"])
+    return shape
 
 
 def observe_upstream(metrics: Metrics, line: RequestLine, route: str, answer: Any, started: float) -> None:

@@ -7,9 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.access import Denied
-from proxy.dialects import error_shape
 from proxy.forward import UpstreamError
-from proxy.observe import line_of, observe_upstream
+from proxy.observe import error_shape_of, line_of, observe_upstream
 from proxy.relay import StreamRelay, stream_through
 from proxy.router import InvalidPath
 from proxy.state import ProxyState
@@ -22,7 +21,7 @@ async def pass_through(request: Request) -> Response | StreamRelay:
         route, path = state.router.select(request.scope["raw_path"], query)
         state.access.check(request.headers.raw, query, (route,))
     except (InvalidPath, Denied) as refusal:
-        return refusal.response(error_shape(request.url.path, request.headers.raw))
+        return refusal.response(error_shape_of(request.scope))
     declared = request.headers.get("content-length")
     length = int(declared) if declared is not None and declared.isdigit() else None
     has_body = length is not None or "transfer-encoding" in request.headers
@@ -38,6 +37,6 @@ async def pass_through(request: Request) -> Response | StreamRelay:
         )
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
-        return exc.response(error_shape(request.url.path, request.headers.raw))
+        return exc.response(error_shape_of(request.scope))
     observe_upstream(state.metrics, line_of(request.scope), "passthrough", answer, started)
     return stream_through(answer)

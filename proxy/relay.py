@@ -28,6 +28,8 @@ from starlette.types import Receive, Scope, Send
 from proxy.dialects.capture import Capture, CaptureLimit, StreamReader
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
+from proxy.observe import error_shape_of
+from proxy.state import ProxyState
 from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
@@ -83,6 +85,21 @@ class StreamRelay:
             await on_end()
 
 
+class BrokeOff(Response):
+    """The 502 (504) of an upstream that broke off before any of its answer went out, made where only the answer is at
+    hand: rendered in the request's error shape (``error_shape_of``) and counted in ``toolmend_upstream_errors_total``
+    when it is sent, as every other upstream failure is. A Response, so that the request path returns it as any other."""
+
+    def __init__(self, error: UpstreamError) -> None:
+        super().__init__(status_code=error.status)
+        self.error = error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state: ProxyState = scope["app"].state.proxy
+        state.metrics.upstream_errors.labels(self.error.code).inc()
+        await self.error.response(error_shape_of(scope))(scope, receive, send)
+
+
 def stream_through(upstream: httpx.Response, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> StreamRelay:
     return StreamRelay(upstream, [*response_headers(upstream), *extra_headers])
 
@@ -113,7 +130,7 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
             return StreamRelay(upstream, headers, body=_chained(read, chunks))
     except httpx.HTTPError as exc:
         await upstream.aclose()
-        return UpstreamError.from_httpx(exc).response()
+        return BrokeOff(UpstreamError.from_httpx(exc))
     await upstream.aclose()
     body = b"".join(read)
     turns = capture.from_json(body)
@@ -147,29 +164,31 @@ class _Replayed(httpx.AsyncByteStream):
         await self.stream.aclose()
 
 
-async def peek(upstream: httpx.Response, limit: int) -> bytes | None:
+async def peek(upstream: httpx.Response, limit: int, until: Callable[[bytes], bool] | None = None) -> bytes | None:
     """The whole body of an answer when it is at most ``limit`` bytes; else None (larger, or the upstream broke off).
-    Either way the answer is still relayed as it was received: its body starts again with what was read."""
+    With ``until`` (fed every chunk read), reading stops at the first chunk it answers True for: what was read by then
+    is answered (a stream's first event, which nothing after it is kept waiting for). Either way the answer is still
+    relayed as it was received: its body starts again with what was read."""
     stream = async_stream(upstream)
     chunks = aiter(stream)
     read: list[bytes] = []
     try:
-        larger = await _read_into(read, chunks, limit)
+        stopped = await _read_into(read, chunks, limit, until)
     except httpx.HTTPError as exc:
         upstream.stream = _Replayed(read, stream, None, exc)
         return None
-    upstream.stream = _Replayed(read, stream, chunks if larger else None, None)
-    return None if larger else b"".join(read)
+    upstream.stream = _Replayed(read, stream, chunks if stopped else None, None)
+    return None if stopped and until is None else b"".join(read)
 
 
-async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], limit: int) -> bool:
-    """Append ``chunks`` to ``read`` until they end (False) or come to more than ``limit`` bytes (True: the rest is
-    left unread). An error reading them is raised with ``read`` holding what came before it."""
+async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], limit: int, until: Callable[[bytes], bool] | None = None) -> bool:
+    """Append ``chunks`` to ``read`` until they end (False), come to more than ``limit`` bytes or ``until`` answers True
+    for one (True: the rest is left unread). An error reading them is raised with ``read`` holding what came before it."""
     size = 0
     async for chunk in chunks:
         read.append(chunk)
         size += len(chunk)
-        if size > limit:
+        if size > limit or (until is not None and until(chunk)):
             return True
     return False
 

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from proxy.errors import Render, error_response
 from proxy.forward import RawHeaders, Upstream
 from proxy.repair import Profile
+from proxy.repair.profiles import model_profile
 from proxy.tenant import Tenancy
 
 VERSION = b"/v1"
@@ -46,16 +47,22 @@ class InvalidPath(Exception):
 @dataclass(frozen=True)
 class UpstreamRoute:
     """An upstream and the profile its requests are repaired for; reached by a path prefix, a model
-    pattern, or by default."""
+    pattern, or by default. ``by_model``: the profile was left ``auto`` and the upstream's host names none, so each
+    request's model picks it (``profile`` when it names none either)."""
 
     upstream: Upstream
     profile: Profile
     prefix: str | None = None
     model: str | None = None
     tenancy: Tenancy = field(default_factory=Tenancy)
+    by_model: bool = False
 
     def matches_model(self, model: object) -> bool:
         return self.model is not None and type(model) is str and fnmatch.fnmatchcase(model, self.model)
+
+    def profile_for(self, model: object) -> Profile:
+        """The profile a request for ``model`` is repaired for, whichever dialect it speaks."""
+        return (model_profile(model) or self.profile) if self.by_model else self.profile
 
     def tenant(self, headers: RawHeaders, query: bytes) -> str:
         """Memory is scoped per upstream, then as ``Tenancy`` decides: one key against two upstreams has two memories."""

@@ -7,8 +7,10 @@ the settings, not by the client.
   client gets a 431 at once; nothing more of its input is parsed or kept.
 - A head must be complete within ``--head-timeout`` of the connection opening or the previous answer
   ending; a slow or silent client is then closed (uvicorn's own keep-alive timer covers only silence).
-- A client that takes none of its answer for ``--client-timeout`` is disconnected: the relay sees the
-  disconnect (``disconnect.client_watch``), closes the upstream stream and frees its upstream slot.
+- A client that takes none of its answer for ``--send-timeout`` (nginx's ``send_timeout``: the time between two
+  writes the client accepted, not the whole answer) is disconnected, logged and counted
+  (``toolmend_send_timeouts_total``): the relay sees the disconnect (``disconnect.client_watch``), closes the
+  upstream stream and frees its upstream slot, whatever the answer (a relayed stream or body, an error).
 - At ``--max-connections`` open connections, a new one closes the connection that has waited longest for
   its head (a slowloris or an idle keep-alive one; before them, one refused and lingering over its
   answer), never one whose request is in flight; only when every connection has a request in flight is
@@ -26,10 +28,13 @@ import resource
 from dataclasses import dataclass
 from typing import cast
 
+from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from proxy.config import Settings
 from proxy.errors import error_body
+from proxy.metrics import SEND_TIMEOUTS
+from proxy.observe import line_of
 
 log = logging.getLogger("toolmend")
 
@@ -42,12 +47,12 @@ LINGER_SECONDS = 5.0
 class ServerLimits:
     max_header_bytes: int
     head_timeout: float
-    client_timeout: float
+    send_timeout: float
     max_connections: int
 
     @classmethod
     def of(cls, settings: Settings) -> ServerLimits:
-        return cls(settings.max_header_bytes, settings.head_timeout, settings.client_timeout, settings.max_connections)
+        return cls(settings.max_header_bytes, settings.head_timeout, settings.send_timeout, settings.max_connections)
 
 
 class Connections:
@@ -155,7 +160,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().pause_writing()
         if self.write_deadline is not None:
             self.write_deadline.cancel()
-        self.write_deadline = self.loop.call_later(self.limits.client_timeout, self._stopped_reading)
+        self.write_deadline = self.loop.call_later(self.limits.send_timeout, self._stopped_reading)
 
     def resume_writing(self) -> None:
         super().resume_writing()
@@ -232,7 +237,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _stopped_reading(self) -> None:
         self.write_deadline = None
-        log.info("a client took none of its answer for %g s (--client-timeout): connection closed", self.limits.client_timeout)
+        in_flight = self.cycle is not None and not self.cycle.response_complete
+        request = line_of(cast(Scope, self.cycle.scope)).request_id if in_flight else "-"
+        log.info("a client took none of its answer for %g s (--send-timeout): connection closed (request %s)",
+                 self.limits.send_timeout, request)
+        SEND_TIMEOUTS.inc()
         self.transport.abort()  # close() would wait for the unread answer to drain, which it never will
 
     def _refuse(self, status: int, message: str, code: str) -> None:

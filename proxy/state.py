@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from proxy.access import Access
 from proxy.config import Settings
 from proxy.memory.guarded import GuardedStore
+from proxy.memory.refusals import Noted
 from proxy.metrics import Metrics
 from proxy.repair import Policy
 from proxy.router import Router
@@ -21,3 +22,4 @@ class ProxyState:
     store: GuardedStore  # whichever backend, with the same failure behaviour
     policy: Policy
     metrics: Metrics
+    refusals: Noted  # the memory scopes with refusals remembered in the store

@@ -12,14 +12,17 @@ as ``Authorization: Bearer`` (or ``x-api-key``) belongs to that tenant, whose id
 
 The formulas, kept stable so an upgrade keeps every tenant's memory::
 
-    credential = authorization 0x1F api-key 0x1F x-api-key [0x1F x-goog-api-key [0x1F key-params]]
+    credential = authorization 0x1F api-key 0x1F x-api-key [0x1F x-goog-api-key [0x1F key-params
+                 [0x1F ocp-apim-subscription-key [0x1F cf-aig-authorization [0x1F x-portkey-api-key]]]]] [named...]
     tenant     = sha256(credential 0x1E upstream-url).hexdigest()[:32]
     named      = sha256(0x00 "tenant" 0x1F name 0x1E upstream-url).hexdigest()[:32]
     shared     = sha256(0x00 "upstream" 0x1E upstream-url).hexdigest()[:32]
 
 Each field is the header value as sent (empty when absent); key-params are the raw values of the ``key``
 query parameters joined by ``&``. The bracketed fields came later and appear only when present, which
-leaves the tenant of every client that uses none of them as it was. The leading NUL keeps named and shared
+leaves the tenant of every client that uses none of them as it was. ``named`` are the headers the operator
+names (``--credential-header``) that the client sent, each ``0x1F name ":" value`` in name order, after every
+field above (none left out then, so that they cannot pass for one). The leading NUL keeps named and shared
 tenants apart from every credential's: HTTP refuses NUL in a header value, and a query must be printable.
 """
 
@@ -31,6 +34,8 @@ from proxy import credentials
 
 # The carriers of the original formula: always in it, present or not.
 ORIGINAL_FIELDS = 3
+# The carriers before the key parameters in the formula (the gateways' came after them).
+BEFORE_PARAMS = 4
 # credential: every client its own memory (per upstream). upstream: every client of an upstream shares one,
 # so any client can recall any other's calls.
 TENANT_SCOPES = ("credential", "upstream")
@@ -47,8 +52,10 @@ class NamedTenant:
 class Tenancy:
     """Whose memory a request uses: a named tenant's, the upstream's shared one, or its credential's."""
 
-    def __init__(self, scope: str = "credential", tenants: Iterable[NamedTenant] = ()) -> None:
+    def __init__(self, scope: str = "credential", tenants: Iterable[NamedTenant] = (),
+                 carriers: credentials.Carriers = credentials.BUILT_IN) -> None:
         self.shared = scope == "upstream"
+        self.carriers = carriers
         self._tenants = tuple((tenant.name, frozenset(key.encode() for key in tenant.keys)) for tenant in tenants)
 
     def tenant(self, headers: list[tuple[bytes, bytes]], query: bytes, upstream: str) -> str:
@@ -57,7 +64,7 @@ class Tenancy:
         name = self.named(headers) if self._tenants else None
         if name is not None:
             return named_tenant_id(name, upstream)
-        return tenant_id(credential(headers, query), upstream)
+        return tenant_id(credential(headers, query, self.carriers), upstream)
 
     def named(self, headers: list[tuple[bytes, bytes]]) -> str | None:
         """The tenant whose key the client presents (``Authorization: Bearer`` or ``x-api-key``), as ``Access`` reads it."""
@@ -68,13 +75,15 @@ class Tenancy:
         return None
 
 
-def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"") -> bytes:
-    found = credentials.in_headers(headers)
+def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"", carriers: credentials.Carriers = credentials.BUILT_IN) -> bytes:
+    found = credentials.in_headers(headers, carriers.names)
     fields = [found.get(name, b"") for name in credentials.HEADERS]
-    fields.append(b"&".join(credentials.in_query(query)))
-    while len(fields) > ORIGINAL_FIELDS and not fields[-1]:
-        fields.pop()
-    return b"\x1f".join(fields)
+    fields.insert(BEFORE_PARAMS, b"&".join(credentials.in_query(query)))
+    named = [name + b":" + found[name] for name in carriers.named if found.get(name)]
+    if not named:
+        while len(fields) > ORIGINAL_FIELDS and not fields[-1]:
+            fields.pop()
+    return b"\x1f".join(fields + named)
 
 
 def tenant_id(credential_value: bytes, upstream: str) -> str:

@@ -30,6 +30,7 @@ import httptools
 import httpx
 
 from proxy.egress import Egress, Proxy
+from proxy.transfer_coding import Decoded, listed, transfer_codings
 
 log = logging.getLogger("toolmend")
 
@@ -177,8 +178,9 @@ class _Connection(asyncio.Protocol):
 
     # helpers
     def _ends_at_close(self) -> bool:
+        """No length and not chunked: the body is what comes until the connection closes (RFC 9112 6.3)."""
         names = {name.lower() for name, _ in self.headers}
-        return b"content-length" not in names and b"transfer-encoding" not in names
+        return b"content-length" not in names and listed(self.headers)[-1:] != [b"chunked"]
 
     def _fail(self, exc: httpx.TransportError) -> None:
         self.error = self.error or exc  # the first failure is the one worth reporting
@@ -319,10 +321,17 @@ class FastTransport(httpx.AsyncBaseTransport):
             raise _refused(forwarding, 407, connection.reason, request)
         if request.method == "HEAD":
             connection.head_only()  # the parser cannot know a HEAD answer has no body
+        try:
+            codings = transfer_codings(connection.headers)
+        except httpx.RemoteProtocolError as exc:
+            connection.close()
+            exc.request = request
+            raise
+        stream: httpx.AsyncByteStream = _ResponseStream(connection, self, timeouts.get("read"), request)
         return httpx.Response(
             connection.status,
             headers=connection.headers,
-            stream=_ResponseStream(connection, self, timeouts.get("read"), request),
+            stream=Decoded(stream, codings) if codings else stream,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
         )
 

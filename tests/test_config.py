@@ -39,6 +39,12 @@ def test_a_valid_flag_hides_a_bad_environment_value():
     assert load(flags(port="7000"), {"TOOLMEND_PORT": "not-a-port"}).port == 7000
 
 
+def test_credential_headers_come_from_repeated_flags_or_one_comma_separated_variable():
+    assert load(flags(credential_header=["X-My-Key", "x-team"]), {"TOOLMEND_CREDENTIAL_HEADER": "x-env"}).credential_header == ("x-my-key", "x-team")
+    assert load(flags(), {"TOOLMEND_CREDENTIAL_HEADER": " X-My-Key ,, x-team"}).credential_header == ("x-my-key", "x-team")
+    assert load(flags(), {}).credential_header == ()
+
+
 def test_upstream_key_mode_comes_from_the_environment_only():
     settings = load(flags(), {"TOOLMEND_UPSTREAM_API_KEY": "sk-up", "TOOLMEND_API_KEYS": " a , b,,c "})
     assert settings.upstream_api_key == "sk-up"
@@ -80,6 +86,8 @@ BAD_FLAGS = [
     ("max_body_bytes", "1023", "--max-body-bytes"),
     ("max_body_bytes", "1MB", "--max-body-bytes"),
     ("log_level", "verbose", "--log-level"),
+    ("send_timeout", "0", "--send-timeout"),
+    ("credential_header", "x-key, bad header", "--credential-header"),
 ]
 
 
@@ -138,13 +146,15 @@ def test_nan_durations_are_refused(name, flag):
         ("https://api.anthropic.com/v1", "anthropic"),
         ("https://api.x.ai/v1", "xai"),
         ("http://localhost:11434/v1", "ollama"),
+        ("https://api.z.ai/api/anthropic/v1", "zai"),
+        ("https://open.bigmodel.cn/api/paas/v4", "zai"),
         ("http://10.0.0.5:8000/v1", "openai"),
     ],
 )
 def test_profile_is_detected_from_the_upstream_host(upstream, expected):
-    from proxy.repair import detect_profile
+    from proxy.repair import route_profile
 
-    assert detect_profile(upstream).name == expected
+    assert route_profile(upstream, "auto")[0].name == expected
 
 
 def test_unknown_profile_is_refused():

@@ -30,18 +30,27 @@ async def test_too_many_messages_is_a_400_before_anything_goes_upstream(upstream
     assert fine.status_code == 200 and route.call_count == 1
 
 
+async def stalling():
+    yield b'{"messages": ['
+    await asyncio.get_running_loop().create_future()  # the rest never comes
+    yield b"]}"
+
+
 async def test_a_body_slower_than_the_client_timeout_is_a_408(upstream) -> None:
     route = upstream.post("/chat/completions").respond(json=ANSWER)
-
-    async def stalling():
-        yield b'{"messages": ['
-        await asyncio.get_running_loop().create_future()  # the rest never comes
-        yield b"]}"
-
     async with running_proxy(make_settings(client_timeout=0.2)) as proxy, asyncio.timeout(HANG_GUARD):
         answer = await proxy.client.post(PATH, content=stalling(), headers=AUTH)
     assert answer.status_code == 408 and answer.json()["error"]["code"] == "request_timeout"
     assert not route.called
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/messages/count_tokens"])
+async def test_a_slow_body_under_messages_is_a_408_in_anthropic_s_shape(upstream, path) -> None:
+    upstream.post(path.removeprefix("/v1")).respond(json={})
+    async with running_proxy(make_settings(client_timeout=0.2)) as proxy, asyncio.timeout(HANG_GUARD):
+        answer = await proxy.client.post(path, content=stalling(), headers=AUTH)
+    assert answer.status_code == 408
+    assert answer.json() == {"type": "error", "error": {"type": "invalid_request_error", "message": answer.json()["error"]["message"]}}
 
 
 async def test_at_the_upstream_cap_requests_wait_then_get_503(upstream, monkeypatch) -> None:

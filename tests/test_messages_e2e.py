@@ -15,7 +15,8 @@ loopback.
   like ``/v1/messages`` (a valid one arrives as sent), ``GET /v1/models`` passes through; a route prefix serves Anthropic clients beside chat ones. Errors are Anthropic's
   envelope; a lone surrogate is mended (AM-21). Memory is per key.
 * A thinking signature the upstream refuses (AM-14: bound to another system prompt) is dropped and the request sent
-  once more (TM513); under ``--thinking-policy reject`` the refusal comes back as the upstream sent it.
+  once more (TM513); under ``--thinking-policy reject`` the refusal comes back as the upstream sent it. A session
+  resumed under another key pays that one refused round trip, not one per request.
 * count_tokens is repaired like /v1/messages and follows the same model route (found as a bug, now pinned as a test).
 """
 
@@ -521,6 +522,37 @@ def test_a_thinking_signature_the_upstream_refuses_once_is_dropped_and_the_call_
             assert first.body_bytes == wire.last.sent  # the client's own bytes went first
             assert "thinking" not in retried.json and retried.json["system"] == "You are agent B."
             assert assistant_contents(retried) == [[block for block in kept(answer) if not is_thinking(block)]]
+
+
+def test_a_session_resumed_under_another_key_pays_one_refused_round_trip(wire: Wire) -> None:
+    """A Claude Code session resumed under another API key: every signature of the first key's turns is foreign to the
+    second (AM-14). The first request of the second key is refused once and sent again without that thinking (TM513);
+    toolmend remembers what was refused, and the next requests leave it out before they are sent (TM513 again, the
+    upstream asked nothing), keeping the thinking minted for the second key: three requests, four upstream calls."""
+    app, rec = make_messages_upstream(seed=37, redacted=True, per_key=True)
+    with serve(app) as url, serve(create_app(Settings(upstream=url + "/v1"))) as proxy:
+        before = wire.client(proxy, "sk-ant-first-account")
+        history = [user("Weather and time in Paris?")]
+        answer = ask(before, "create", **request(history, thinking=MANUAL))
+        history += [assistant(kept(answer)), results_for(answer)]
+        history.append(assistant(kept(ask(before, "create", **request(history, thinking=MANUAL)))))
+        foreign = [block for block in kept(answer) if is_thinking(block)]
+        after = wire.client(proxy, "sk-ant-second-account")
+        calls, refusals = len(rec.requests), len(rec.rejections)
+        history.append(user("And in Lyon?"))
+        answer = ask(after, "create", **request(history, thinking=MANUAL))  # refused once, retried
+        assert wire.last.headers["x-toolmend-repairs"] == "TM513=1" and len(rec.rejections) == refusals + 1
+        history += [assistant(kept(answer)), results_for(answer)]
+        final = ask(after, "create", **request(history, thinking=MANUAL))  # the tool turn ends, the new thinking kept
+        assert text_of(final) == "Received 2 tool results." and wire.last.headers["x-toolmend-repairs"] == "TM513=1"
+        history += [assistant(kept(final)), user("Thanks. And Nice?")]
+        ask(after, "create", **request(history, thinking=MANUAL))
+        assert wire.last.headers["x-toolmend-repairs"] == "TM513=1"
+        assert (len(rec.requests) - calls, len(rec.rejections) - refusals) == (4, 1)
+        sent_thinking = [[block for content in assistant_contents(received) for block in content if is_thinking(block)]
+                         for received in rec.requests[calls + 2:]]
+        minted_here = [block for block in kept(answer) if is_thinking(block)]
+        assert sent_thinking == [minted_here, minted_here] and not any(block in foreign for block in minted_here)
 
 
 def test_a_lone_surrogate_is_forwarded_as_the_replacement_character(upstream: tuple[str, MessagesRecorder], proxy: str,

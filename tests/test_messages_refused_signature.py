@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 import pytest
@@ -22,8 +23,20 @@ from proxy.repair import Policy
 from proxy.repair.catalog import describe
 from tests.support.messages_upstream import sse_events
 from tests.support.messages_validator import ServerState, violations
-from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
-from tests.support.retries import scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.processes import HANG_GUARD
+from tests.support.proxy_fixtures import (
+    AUTH,
+    AsgiCall,
+    ScriptedStream,
+    build_app,
+    call_asgi,
+    make_settings,
+    running_proxy,
+    sse_response,
+    started,
+    tenant_for,
+)
+from tests.support.retries import retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
 from tests.test_messages_support import ID_A, ID_B, MANUAL, Q, assistant, req, result, text, thinking, use, user
 
 PATH = "/v1/messages"
@@ -93,26 +106,42 @@ def test_the_retried_body_keeps_everything_but_thinking() -> None:
 @pytest.mark.parametrize(("status", "message", "retries"), [
     (400, REFUSAL, True),
     (400, BOUND, True),
-    (400, "messages.1.content.0: Invalid `data` in `redacted_thinking` block", False),
+    (400, "messages.1.content.0: Invalid `data` in `redacted_thinking` block", True),
+    # Bedrock's, Vertex's and OpenRouter's wordings: no backticks, prefixed, suffixed, a signature missing.
+    (400, "messages.1.content.0: Invalid signature in thinking block", True),
+    (400, "The model returned the following errors: messages.1.content.0: Invalid signature in thinking block", True),
+    (400, "Validation error: messages.1.content.0.thinking.signature: Field required", True),
+    (400, "messages.1.content.0: Invalid `signature` in `thinking` block (Service: BedrockRuntime, Status Code: 400", True),
+    (400, "messages.1.content.0: Invalid `text` in `text` block", False),
     (400, "messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01.", False),
     (500, REFUSAL, False),
 ])
 def test_only_a_400_refusing_a_signature_is_retried_and_only_by_messages(status: int, message: str, retries: bool) -> None:
     error = refusal(message, status).content
     drop, reject = Policy(), Policy(thinking="reject")
-    assert (MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), drop) is not None) == retries
-    assert MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), reject) is None
+    assert (retry_of(MESSAGES, status, error, LOOP, MESSAGES.profile("anthropic"), drop) is not None) == retries
+    assert retry_of(MESSAGES, status, error, LOOP, MESSAGES.profile("anthropic"), reject) is None
     assert not MESSAGES.retries(status, reject)
-    assert not CHAT.retries(status, drop) and CHAT.retry(status, error, LOOP, CHAT.profile("openai"), drop) is None
+    assert not CHAT.retries(status, drop) and retry_of(CHAT, status, error, LOOP, CHAT.profile("openai"), drop) is None
     # Responses reads a 400 too (RS-11, TM408), and knows no fix for this one.
-    assert RESPONSES.retry(status, error, LOOP, RESPONSES.profile("openai"), drop) is None
-    assert MESSAGES.retry(400, b"Invalid `signature` in `thinking` block", LOOP, MESSAGES.profile("anthropic"), drop) is None  # not JSON
+    assert retry_of(RESPONSES, status, error, LOOP, RESPONSES.profile("openai"), drop) is None
+    assert retry_of(MESSAGES, 400, b"Invalid `signature` in `thinking` block", LOOP, MESSAGES.profile("anthropic"), drop) is None  # not JSON
 
 
 # --- the request path --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("message", [REFUSAL, BOUND], ids=["2025", "2026-09"])
+#: The same refusal as it reaches clients through Bedrock, Vertex and OpenRouter, and redacted thinking's.
+WORDINGS = {
+    "2025": REFUSAL,
+    "2026-09": BOUND,
+    "no-backticks": "The model returned the following errors: messages.1.content.0: Invalid signature in thinking block",
+    "field-required": "Validation error: messages.1.content.0.thinking.signature: Field required",
+    "redacted": "messages.1.content.1: Invalid `data` in `redacted_thinking` block",
+}
+
+
+@pytest.mark.parametrize("message", WORDINGS.values(), ids=WORDINGS.keys())
 async def test_a_refused_signature_is_sent_again_without_thinking_and_the_client_gets_the_answer(upstream, caplog, message: str) -> None:
     caplog.set_level(logging.INFO, logger="toolmend.access")
     route = scripted(upstream, "/messages", refusal(message), accepted())
@@ -214,3 +243,127 @@ async def test_a_parallel_tool_turn_keeps_every_call_and_result(upstream) -> Non
     async with running_proxy() as proxy:
         assert (await proxy.client.post(PATH, json=body, headers=HEADERS)).status_code == 200
     assert orjson.loads(sent(route)[1])["messages"] == [Q, assistant(text("Both."), use(ID_A), use(ID_B, "get_time")), user(result(ID_A), result(ID_B))]
+
+
+# --- every shape the refusal reaches a client in -----------------------------------------------------------------
+
+#: What Anthropic's refusal becomes through OpenRouter (its body quoted in ``metadata.raw``) and Bedrock (its
+#: ``ValidationException``, the type in a header or in the body), in their wordings.
+WRAPPED = {
+    "openrouter": (orjson.dumps({"error": {"message": "Provider returned error", "code": 400, "metadata": {
+        "raw": orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": REFUSAL}}).decode(),
+        "provider_name": "Anthropic"}}}), {}),
+    "bedrock-header": (orjson.dumps({"message": "The model returned the following errors: messages.1.content.0: Invalid signature in "
+                                                "thinking block"}),
+                       {"x-amzn-errortype": "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"}),
+    "bedrock-type": (orjson.dumps({"__type": "com.amazon.coral.validate#ValidationException",
+                                   "message": "Validation error: messages.1.content.0.thinking.signature: Field required"}), {}),
+}
+
+
+@pytest.mark.parametrize("shape", WRAPPED)
+async def test_a_refusal_wrapped_by_openrouter_or_bedrock_is_retried(upstream, shape: str) -> None:
+    body, headers = WRAPPED[shape]
+    wrapped = httpx.Response(400, content=body, headers={"content-type": "application/json", **headers})
+    route = scripted(upstream, "/messages", wrapped, accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
+    assert (response.status_code, route.call_count) == (200, 2)
+    assert thinking_in(orjson.loads(sent(route)[1])) == [] and response.headers["x-toolmend-repairs"] == "TM513=2,TM510=1"
+
+
+async def test_a_message_without_bedrock_s_type_is_not_read_as_its_refusal(upstream) -> None:
+    bare = httpx.Response(400, content=orjson.dumps({"message": REFUSAL}), headers={"content-type": "application/json"})
+    route = scripted(upstream, "/messages", bare, accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
+    assert (response.status_code, response.content, route.call_count) == (400, bare.content, 1)
+
+
+def error_event(message: str = REFUSAL) -> bytes:
+    data = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return b"event: error\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+async def test_a_refusal_that_is_a_stream_s_first_event_is_retried(upstream) -> None:
+    refused_stream = ScriptedStream([error_event()])
+    route = scripted(upstream, "/messages", sse_response(refused_stream), streamed())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json={**LOOP, "stream": True}, headers=HEADERS)
+    assert response.status_code == 200 and b"event: message_stop" in response.content and b"event: error" not in response.content
+    assert route.call_count == 2 and response.headers["x-toolmend-repairs"] == "TM513=2,TM510=1"
+    assert thinking_in(orjson.loads(sent(route)[1])) == [] and refused_stream.closed.is_set()
+
+
+@pytest.mark.parametrize("first", [error_event("Overloaded"), b"event: ping\ndata: {\"type\": \"ping\"}\n\n"], ids=["other-error", "ping"])
+async def test_a_stream_whose_first_event_is_no_such_refusal_is_relayed_byte_for_byte(upstream, first: bytes) -> None:
+    events = b"".join(b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3))
+    # The first event split across chunks, the rest after it as the upstream sends it.
+    chunks = [first[:7], first[7:], events[:50], events[50:]]
+    route = scripted(upstream, "/messages", sse_response(ScriptedStream(chunks)), accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json={**LOOP, "stream": True}, headers=HEADERS)
+    assert (response.status_code, response.content, route.call_count) == (200, b"".join(chunks), 1)
+    assert "x-toolmend-repairs" not in response.headers
+
+
+async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends(upstream) -> None:
+    first, *rest = [b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3)]
+    more = anyio.Event()  # the upstream sends the rest only once the first event reached the client
+    scripted(upstream, "/messages", sse_response(ScriptedStream([first, more, *rest])))
+    asgi = AsgiCall()
+
+    async def on_send(message: dict[str, Any]) -> None:
+        if message.get("body") == first:
+            more.set()
+
+    asgi.on_send = on_send
+    async with started(build_app()) as app:
+        with anyio.fail_after(HANG_GUARD):
+            await call_asgi(app, asgi, "POST", PATH, [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in HEADERS.items())],
+                            [orjson.dumps({**LOOP, "stream": True})])
+    assert (asgi.status, asgi.body_chunks) == (200, [first, *rest])
+
+
+# --- what memory knows -------------------------------------------------------------------------------------------
+
+MINTED = thinking("Lyon now.", "bWludGVkLWhlcmU=")  # minted for this client's key: toolmend captured it
+MINTED_ANSWER = {**ANSWER, "content": [MINTED, *ANSWER["content"]]}
+#: The session after the key switch: an earlier turn's foreign thinking, then the turn minted for this key, in progress.
+SWITCHED = req(Q, assistant(FOREIGN, use(ID_A)), user(result(ID_A)), assistant(MINTED, text("And the time."), use(CALL_ID, "get_time")),
+               user(result(CALL_ID)), thinking=MANUAL, tools=LOOP["tools"])
+
+
+async def test_the_retry_keeps_the_thinking_memory_captured_for_this_key(upstream) -> None:
+    route = scripted(upstream, "/messages", httpx.Response(200, json=MINTED_ANSWER), refusal(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # MINTED captured
+        response = await proxy.client.post(PATH, json=SWITCHED, headers=HEADERS)
+    assert (response.status_code, route.call_count) == (200, 3)
+    retry = orjson.loads(sent(route)[2])
+    assert thinking_in(retry) == [MINTED] and retry["thinking"] == MANUAL  # only the foreign thinking went
+    assert response.headers["x-toolmend-repairs"] == "TM513=1"
+
+
+async def test_what_was_refused_is_left_out_of_the_tenant_s_next_requests_before_they_are_sent(upstream, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="toolmend.access")
+    route = scripted(upstream, "/messages", refusal(), accepted(), accepted(), accepted())
+    later = {**LOOP, "messages": [*LOOP["messages"], assistant(text("Done.")), user(text("Thanks."))]}
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # refused, retried
+        remembered = await proxy.client.post(PATH, json=later, headers=HEADERS)
+        other_key = await proxy.client.post(PATH, json=later, headers={**HEADERS, "authorization": "Bearer sk-ant-another-key-000"})
+    assert (remembered.status_code, route.call_count) == (200, 4)
+    _, retry, unrefused, _ = (orjson.loads(body) for body in sent(route))
+    assert thinking_in(unrefused) == [] and unrefused["messages"][:5] == retry["messages"]
+    assert remembered.headers["x-toolmend-repairs"] == "TM513=2"
+    assert sent(route)[3] == orjson.dumps(later) and "x-toolmend-repairs" not in other_key.headers  # memory is per tenant
+    assert any(" repairs=TM513=2 " in TextFormatter().format(record) for record in caplog.records if record.name == "toolmend.access")
+
+
+async def test_a_retry_refused_again_remembers_nothing(upstream) -> None:
+    route = scripted(upstream, "/messages", refusal(), refusal(), refusal(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 400
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200
+    assert sent(route)[2] == orjson.dumps(LOOP)  # sent as the client's bytes: nothing was remembered as refused

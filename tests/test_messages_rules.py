@@ -23,6 +23,10 @@ from tests.support.messages_validator import ServerState, check, violations
 DOCS = [describe(rule) for rule in RULES]
 ANTHROPIC = MESSAGES.profile("anthropic")
 COMPATIBLE = MESSAGES.profile("deepseek")
+ZAI = MESSAGES.profile("zai")
+#: The route profile each example runs under (and the strict server judging it): Anthropic's, unless only the
+#: compatible servers' profiles carry the rule.
+SERVER = {doc.code: "deepseek" for doc in DOCS if any(rule.RULE.code == doc.code for rule in COMPATIBLE.rules)}
 MANUAL = {"type": "enabled", "budget_tokens": 1024}
 
 Q = {"role": "user", "content": "Weather in Paris, and the time?"}
@@ -101,7 +105,8 @@ def untouched(body: dict, profile=ANTHROPIC) -> bool:
 
 @pytest.mark.parametrize("doc", DOCS, ids=[doc.code for doc in DOCS])
 def test_example_repairs_to_good(doc: RuleDoc) -> None:
-    result = repaired(body_of(*doc.bad, **doc.request), recalled_by_ids(*doc.recalled))
+    profile = MESSAGES.profile(SERVER.get(doc.code, "anthropic"))
+    result = repaired(body_of(*doc.bad, **doc.request), recalled_by_ids(*doc.recalled), profile)
     assert result is not None and result.rejected is None
     assert doc.code in {finding.code for finding in result.findings}
     assert result.body["messages"] == doc.good
@@ -112,13 +117,14 @@ def test_bad_example_is_rejected_and_good_accepted_by_a_strict_server(doc: RuleD
     state = ServerState()  # the server made the thinking the examples carry
     for content in [turn["blocks"] for turn in doc.recalled] + [m["content"] for m in doc.good if m["role"] == "assistant"]:
         state.mint(content)
-    assert violations(body_of(*doc.bad, **doc.request), state=state)
-    assert violations(body_of(*doc.good, **doc.request), state=state) == []
+    server = SERVER.get(doc.code, "anthropic")
+    assert violations(body_of(*doc.bad, **doc.request), profile=server, state=state)
+    assert violations(body_of(*doc.good, **doc.request), profile=server, state=state) == []
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[doc.code for doc in DOCS])
 def test_a_good_example_needs_no_repair(doc: RuleDoc) -> None:
-    assert untouched(body_of(*doc.good, **doc.request))
+    assert untouched(body_of(*doc.good, **doc.request), MESSAGES.profile(SERVER.get(doc.code, "anthropic")))
 
 
 # --- the fast check -----------------------------------------------------------------------------------------
@@ -326,10 +332,10 @@ def test_unsigned_thinking_is_kept_for_kimi_and_deepseek_and_removed_for_anthrop
         assert violations(stripped.body, state=ServerState()) == []
 
 
-def test_route_profile_names_map_onto_two_messages_profiles() -> None:
-    assert MESSAGES.profile("deepseek") is COMPATIBLE
+def test_route_profile_names_map_onto_three_messages_profiles() -> None:
+    assert MESSAGES.profile("deepseek") is COMPATIBLE and MESSAGES.profile("zai") is ZAI
     assert {MESSAGES.profile(name).name for name in ("anthropic", "openai", "gemini", "anything")} == {"anthropic"}
-    assert ANTHROPIC.adjacent_results and COMPATIBLE.adjacent_results
+    assert ANTHROPIC.adjacent_results and COMPATIBLE.adjacent_results and ZAI.adjacent_results
 
 
 def test_a_repaired_history_needs_no_second_repair() -> None:

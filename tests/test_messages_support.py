@@ -113,7 +113,7 @@ RULES: list[tuple[str, dict[str, Any], str]] = [
      "messages.1: The final block in an assistant message cannot be `thinking`."),
     ("AM-15", req(Q, assistant(thinking(signature=None), use()), user(result()), thinking=MANUAL),
      "messages.1.content.0.thinking.signature: Field required"),
-    ("AM-16", req(Q, assistant(thinking(""), use()), user(result()), thinking=MANUAL),
+    ("AM-16", req(Q, assistant(thinking("", signature=""), use()), user(result()), thinking=MANUAL),  # neither text nor signature
      "messages.1.content.0.thinking.thinking: each thinking block must contain thinking"),
     ("AM-17", req(Q, assistant(text(""), use()), user(result())), "messages: text content blocks must be non-empty"),
     ("AM-17", req(Q, {"role": "assistant", "content": ""}, user(text("hi"))), "messages: text content blocks must be non-empty"),
@@ -168,7 +168,9 @@ def test_am21_lone_surrogate_in_the_raw_body() -> None:
     (orjson.dumps({"max_tokens": 1, "messages": [Q]}), "model: Field required"),
     (orjson.dumps({"model": "m", "max_tokens": 1}), "messages: Field required"),
     (orjson.dumps({"model": "m", "max_tokens": 1, "messages": []}), "messages: at least one message is required"),
-    (orjson.dumps(req({"role": "system", "content": "x"})), "messages.0.role: Input should be 'user' or 'assistant'"),
+    (orjson.dumps(req({"role": "developer", "content": "x"})), "messages.0.role: Input should be 'user' or 'assistant'"),
+    (orjson.dumps(req({"role": "system", "content": "x"})), "messages.0: use the top-level 'system' parameter for the initial system "
+                                                            "prompt; the directive-only form (content: [] with output_config) is accepted at any position"),
     (orjson.dumps(req({"role": "user"})), "messages.0.content: Field required"),
     (orjson.dumps(req(user("bare string block"))), "messages.0.content.0: Input should be a valid dictionary"),
     (orjson.dumps(req(Q, assistant({"type": "tool_use", "id": ID_A, "input": {}}))), "messages.1.content.0.tool_use.name: Field required"),
@@ -203,6 +205,7 @@ def test_shape_comes_before_sequence() -> None:
     req(Q, assistant(thinking(), use(ID_A)), user(result(ID_A)), assistant(text("Done.")), user(text("next"))),  # an old turn's thinking
     req(Q, assistant(thinking(), use(ID_A)), user(result(ID_A)), thinking=MANUAL),
     req(Q, assistant({"type": "redacted_thinking", "data": "abc"}, use(ID_A)), user(result(ID_A)), thinking=MANUAL),
+    req(Q, assistant(thinking(""), use(ID_A)), user(result(ID_A)), thinking=MANUAL),  # signed, its text omitted (display "omitted")
     req(user({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}, text("what is this?"))),
     req(Q, assistant({"type": "server_tool_use", "id": "srvtoolu_01a", "name": "web_search", "input": {"query": "q"}},
                      {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01a", "content": []}, text("Found it."))),

@@ -160,3 +160,54 @@ async def test_a_tenant_key_never_reaches_a_route_without_a_key_of_its_own(tmp_p
     seen = " ".join([str(forwarded.url), *(value for _, value in forwarded.headers.multi_items())])
     assert "tm-a1" not in seen and "tm-b1" not in seen
     assert "authorization" not in forwarded.headers and forwarded.headers["api-key"] == "sk-own-azure"
+
+
+# --- credentials in gateway headers, and in headers the operator names (issue 23) ------------------------
+
+
+@pytest.mark.parametrize("carrier", ["Ocp-Apim-Subscription-Key", "cf-aig-authorization", "x-portkey-api-key"])
+async def test_clients_whose_only_credential_is_a_gateway_key_keep_their_own_memory(carrier: str) -> None:
+    settings = make_settings(memory="memory://")
+    other_key, anonymous, same_key = await remember_then_recall(
+        settings, {carrier: "Bearer gw-key-1"}, [{carrier: "Bearer gw-key-2"}, {}, {carrier: "Bearer gw-key-1"}])
+    assert not recalled(other_key)
+    assert not recalled(anonymous)
+    assert recalled(same_key)
+
+
+async def test_a_credential_header_the_operator_names_separates_tenants() -> None:
+    settings = load({"upstream": UPSTREAM, "memory": "memory://", "credential_header": ["X-My-Key"]}, {})
+    other_key, anonymous, same_key = await remember_then_recall(
+        settings, {"x-my-key": "mine-1"}, [{"x-my-key": "mine-2"}, {}, {"X-My-Key": "mine-1"}])
+    assert not recalled(other_key)
+    assert not recalled(anonymous)
+    assert recalled(same_key)
+
+
+async def test_a_credential_header_the_operator_names_counts_as_a_credential_for_require_client_key() -> None:
+    settings = load({"upstream": UPSTREAM, "memory": "memory://", "require_client_key": True}, {"TOOLMEND_CREDENTIAL_HEADER": "x-my-key, x-team"})
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(f"{UPSTREAM}/chat/completions").respond(json=ANSWER)
+        async with running_proxy(settings) as proxy:
+            named = await proxy.client.post("/v1/chat/completions", json={"messages": HELLO}, headers={"x-team": "t"})
+            gateway = await proxy.client.post("/v1/chat/completions", json={"messages": HELLO}, headers={"ocp-apim-subscription-key": "a"})
+            unknown = await proxy.client.post("/v1/chat/completions", json={"messages": HELLO}, headers={"x-other": "o"})
+    assert (named.status_code, gateway.status_code) == (200, 200)
+    assert (unknown.status_code, error_of(unknown)["code"]) == (401, "missing_api_key")
+
+
+@pytest.mark.parametrize(("flags", "environ", "warned"), [
+    ({}, {}, True),
+    ({"credential_header": ["x-my-key"]}, {}, True),
+    ({"require_client_key": True}, {}, False),
+    ({"tenant_scope": "upstream"}, {}, False),  # warned otherwise: every client shares one memory
+    ({}, {"TOOLMEND_UPSTREAM_API_KEY": OPERATOR_KEY, "TOOLMEND_API_KEYS": "tm-1"}, False),  # no client without a key gets in
+])
+async def test_a_start_up_warning_when_requests_without_a_credential_would_share_memory(caplog, flags, environ, warned) -> None:
+    settings = load({"upstream": UPSTREAM, "memory": "memory://", **flags}, environ)
+    async with running_proxy(settings):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "carry no credential" in r.getMessage()]
+    assert len(warnings) == (1 if warned else 0)
+    if warned:
+        assert "ocp-apim-subscription-key" in warnings[0] and ("x-my-key" in warnings[0]) == bool(flags)

@@ -310,9 +310,15 @@ def _error_message(provider: str, error) -> str:
     return error["error"]["message"]
 
 
-def test_openai_is_the_strict_profile_without_s12_and_vl2():
+def test_openai_is_the_strict_profile_without_s12_vl2_and_s9():
     for history in [h for (p, _), h in VALID.items()] + [case[1] for case in REJECTED.values()]:
-        assert provider_violations(history, "openai") == violations(history, skip=("S12", "VL-2"))
+        assert provider_violations(history, "openai") == violations(history, skip=("S12", "VL-2", "S9"))
+
+
+def test_tool_content_as_text_parts_is_refused_by_groq_mistral_and_vllm_only():
+    history = body(user(), asst_calls("call_a"), dict(tool("call_a"), content=[{"type": "text", "text": "Rainy"}]))
+    refusing = {p for p in PROVIDERS if any(v.rule in ("S9", "GR-2", "MI-9") for v in provider_violations(history, p))}
+    assert refusing == {"groq", "mistral", "vllm"}
 
 
 def test_universal_rules_still_apply_with_provider_wording_where_it_has_one():

@@ -163,6 +163,18 @@ async def test_stream_cut_off_in_the_middle_ends_the_relay_and_closes_upstream(u
     assert "RemoteProtocolError" in caplog.text
 
 
+@pytest.mark.parametrize("path, shape", [("/v1/messages", {"type", "error"}), (PATH, {"error"})])
+async def test_a_json_answer_cut_off_is_a_502_in_the_request_s_shape_and_counted(upstream, path, shape):
+    cut = ScriptedStream([b'{"id": "msg_1", "content": [{"type": "tool_u', httpx.RemoteProtocolError("peer closed connection")])
+    upstream.post(path.removeprefix("/v1")).mock(return_value=httpx.Response(200, headers={"content-type": "application/json"}, stream=cut))
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(path, json={"messages": [{"role": "user", "content": "q"}]}, headers=AUTH)
+        counted = proxy.state.metrics.upstream_errors.labels("upstream_unreachable")._value.get()
+    assert response.status_code == 502 and set(response.json()) == shape
+    assert cut.closed.is_set()
+    assert counted == 1
+
+
 async def test_calls_streamed_before_a_cut_off_are_remembered(upstream):
     serve_stream(upstream, cut_stream())
     async with running_proxy() as proxy:
@@ -203,6 +215,32 @@ async def test_repaired_streaming_request_carries_the_repairs_header(upstream):
         response = await proxy.client.post(PATH, json=body, headers=AUTH)
     assert response.headers["x-toolmend-repairs"] == "TM101=1"
     assert response.headers["content-type"] == "text/event-stream"
+
+
+FORGED = {"x-toolmend-repairs": "TM999=9", "x-toolmend-calls": "recalled=9,synthesized=0", "x-toolmend-memory": "unavailable",
+          "x-toolmend-request-id": "forged-id", "X-Toolmend-Anything": "forged"}
+REPAIRED = {"messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "call_x", "content": "r"}]}
+
+
+@pytest.mark.parametrize("path, body, answer", [
+    ("/v1/models", None, httpx.Response(200, json={"data": []}, headers=FORGED)),
+    (PATH, REPAIRED, httpx.Response(200, json={"choices": []}, headers=FORGED)),
+    (PATH, {**REPAIRED, "stream": True}, sse_response(ScriptedStream([DONE]), headers=FORGED)),
+    (PATH, REPAIRED, httpx.Response(500, json={"error": {"message": "boom"}}, headers=FORGED)),
+], ids=["pass-through", "repaired", "stream", "upstream-error"])
+async def test_an_upstream_cannot_forge_toolmend_s_own_headers(upstream, path, body, answer):
+    upstream.route(path=path.removeprefix("/v1")).mock(return_value=answer)
+    async with running_proxy() as proxy:
+        if body is None:
+            response = await proxy.client.get(path, headers={**AUTH, "x-request-id": "req-mine"})
+        else:
+            response = await proxy.client.post(path, json=body, headers={**AUTH, "x-request-id": "req-mine"})
+    own = {name: response.headers.get_list(name) for name in response.headers if name.startswith("x-toolmend-")}
+    expected = {"x-toolmend-request-id": ["req-mine"]}
+    if body is not None:
+        expected["x-toolmend-repairs"] = ["TM101=1"]
+        expected["x-toolmend-calls"] = ["recalled=0,synthesized=1"]
+    assert own == expected
 
 
 class ReaderOf:

@@ -11,7 +11,9 @@ strict scripted reasoning-model upstream (``tests/support/responses_upstream.py`
   get a placeholder output of the unanswered call's family.
 * The other ``/v1/responses/...`` routes pass through untouched; refusals are OpenAI errors naming ``input[N]``.
 * Reasoning whose encrypted content the upstream cannot verify (RS-11: minted for another key) is left out and the
-  request sent once more (TM408, with TM405 for the ids of what that reasoning produced).
+  request sent once more (TM408, with TM405 for the ids of what that reasoning produced); a Codex session resumed
+  under another key pays that one refused round trip, not one per request. An item id the upstream never made
+  (RS-8, 404) is sent once more without it (TM409).
 * The Agents SDK's runs complete: multi-turn with function tools (a session store that forgets calls), handoffs
   whose input filters remove tool items, and a tool approval that was never given.
 """
@@ -140,7 +142,6 @@ def assert_untouched(wire: Wire, rec: ResponsesRecorder) -> None:
 def test_a_loop_that_drops_its_calls_gets_back_exactly_what_the_upstream_emitted(proxy: str, rec: ResponsesRecorder, wire: Wire,
                                                                                  mode: Mode, variant: str) -> None:
     fields = VARIANTS[variant]
-    stored = fields.get("store") is not False
     client = wire.client(proxy + "/v1", f"sk-forgetful-{mode}-{variant}")
     history: list[dict[str, Any]] = []
     for turn in range(TURNS):
@@ -151,11 +152,11 @@ def test_a_loop_that_drops_its_calls_gets_back_exactly_what_the_upstream_emitted
         history += outputs_for(answer)  # the reasoning and both calls are dropped, every turn
         final = ask(client, mode, model=MODEL, input=history, tools=TOOLS, **fields)
         assert final.output_text == "Received 2 tool outputs."
-        # Every earlier turn's outputs are orphans again: one re-insertion of a whole parallel turn per turn so far.
-        repairs = f"TM101={turn + 1}" if stored else f"TM101={turn + 1},TM407={3 * (turn + 1)}"
-        assert wire.last.headers["x-toolmend-repairs"] == repairs
+        # Every earlier turn's outputs are orphans again: one re-insertion of a whole parallel turn per turn so far, with
+        # the ids the upstream gave its items (taken under store: false too: each item carries its content).
+        assert wire.last.headers["x-toolmend-repairs"] == f"TM101={turn + 1}"
         assert wire.last.headers["x-toolmend-calls"] == f"recalled={2 * (turn + 1)},synthesized=0"
-        arrived_as_emitted(rec.last, rec.emitted_turns, ids=stored)
+        arrived_as_emitted(rec.last, rec.emitted_turns)
         history.append({"role": "assistant", "content": final.output_text})
     assert rec.rejections == []
     assert len(rec.requests) == 2 * TURNS
@@ -315,14 +316,20 @@ def test_refusals_and_upstream_errors_are_openai_errors(upstream: tuple[str, Res
     assert "call_NeverMadeByTheUpstream1" in error.message and "--orphan-policy" in error.message
     assert len(rec.requests) == sent_upstream  # never forwarded
 
-    # What toolmend cannot know about (an id the upstream never made) goes as sent; its answer comes back as is.
+    # What toolmend cannot know about (an id the upstream never made) goes as sent; the 404 naming it is answered by
+    # sending it once more without that id (TM409, RS-8).
     client = wire.client(proxy + "/v1", "sk-errors")
     fabricated = {"type": "message", "role": "assistant", "id": "msg_" + "0" * 50, "content": [{"type": "output_text", "text": "hi"}]}
-    with pytest.raises(openai.NotFoundError) as not_found:
-        ask(client, "create", model=MODEL, input=[user("Go"), fabricated])
-    assert not_found.value.body == {"message": f"Item with id '{fabricated['id']}' not found.", "type": "invalid_request_error",
-                                    "param": "input", "code": None}
-    assert rec.last.body_bytes == wire.last.sent and rec.rejections[-1] == {"error": not_found.value.body}
+    rejections = len(rec.rejections)
+    ask(client, "create", model=MODEL, input=[user("Go"), fabricated])
+    assert rec.rejections[rejections:] == [{"error": {"message": f"Item with id '{fabricated['id']}' not found.", "type": "invalid_request_error",
+                                                      "param": "input", "code": None}}]
+    assert rec.requests[-2].body_bytes == wire.last.sent and wire.last.headers["x-toolmend-repairs"] == "TM409=1"
+    assert rec.last.json["input"] == [user("Go"), {key: value for key, value in fabricated.items() if key != "id"}]
+    # An error toolmend knows no fix for comes back as the upstream sent it.
+    with pytest.raises(openai.BadRequestError) as unknown_previous:
+        ask(client, "create", model=MODEL, input=[user("Go")], previous_response_id="resp_never_made")
+    assert unknown_previous.value.body == rec.rejections[-1]["error"] and rec.last.body_bytes == wire.last.sent
 
     invalid = httpx.post(proxy + "/v1/responses", content=b'{"input": [', headers={"content-type": "application/json"})
     assert invalid.status_code == 400
@@ -360,6 +367,40 @@ def test_reasoning_minted_for_another_key_is_left_out_once_and_the_call_succeeds
             assert retried.json["input"] == [history[0], *without_ids, *outputs_for(answer)]
             assert {key: value for key, value in retried.json.items() if key != "input"} == {
                 key: value for key, value in first.json.items() if key != "input"}
+
+
+def test_a_codex_session_resumed_under_another_key_pays_one_refused_round_trip(wire: Wire) -> None:
+    """A Codex session (``store: false``, every item kept without its id, reasoning carried as encrypted content)
+    resumed under another key: the first key's reasoning cannot be verified (RS-11). The first request is refused once
+    and sent again without it (TM408); toolmend remembers what was refused, and the next requests leave it out before
+    they are sent (TM408 again, the upstream asked nothing), keeping the reasoning minted for the second key: three
+    requests, four upstream calls."""
+    fields = VARIANTS["store-false"]
+    app, rec = make_responses_upstream(seed=43, verify_encrypted=True)
+    with serve(app) as url, serve(create_app(Settings(upstream=url + "/v1"))) as proxy:
+        before = wire.client(proxy + "/v1", "sk-org-a-codex")
+        history = [user("Patch and check the weather")]
+        answer = ask(before, "create", model=MODEL, input=history, tools=TOOLS, **fields)
+        history += [*kept(answer, ids=False), *outputs_for(answer)]
+        history += kept(ask(before, "create", model=MODEL, input=history, tools=TOOLS, **fields), ids=False)
+        foreign = [item for item in history if item.get("type") == "reasoning"]
+        after = wire.client(proxy + "/v1", "sk-org-b-codex")
+        calls, refusals = len(rec.requests), len(rec.rejections)
+        history.append(user("And in Lyon?"))
+        answer = ask(after, "create", model=MODEL, input=history, tools=TOOLS, **fields)  # refused once, retried
+        left_out = f"TM408={len(foreign)}"
+        assert wire.last.headers["x-toolmend-repairs"] == left_out and len(rec.rejections) == refusals + 1
+        history += [*kept(answer, ids=False), *outputs_for(answer)]
+        final = ask(after, "create", model=MODEL, input=history, tools=TOOLS, **fields)  # the new reasoning kept
+        assert final.output_text == "Received 2 tool outputs." and wire.last.headers["x-toolmend-repairs"] == left_out
+        history += [*kept(final, ids=False), user("Thanks. And Nice?")]
+        ask(after, "create", model=MODEL, input=history, tools=TOOLS, **fields)
+        assert wire.last.headers["x-toolmend-repairs"] == left_out
+        assert (len(rec.requests) - calls, len(rec.rejections) - refusals) == (4, 1)
+        minted_here = [item for item in kept(answer, ids=False) if item["type"] == "reasoning"]
+        sent_reasoning = [[item for item in received.json["input"] if item.get("type") == "reasoning"] for received in rec.requests[calls + 2:]]
+        assert sent_reasoning[0] == minted_here and sent_reasoning[1][:1] == minted_here  # and the final answer's after it
+        assert foreign and not any(item in foreign for reasoning in sent_reasoning for item in reasoning)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -234,7 +234,7 @@ def wrong_id(case: Case) -> None:
 
 
 def store_false_with_ids(case: Case) -> None:
-    """A stateless client (store: false) that kept the server's ids (RS-7)."""
+    """A stateless client (store: false) that kept the server's ids: only what must be looked up fails (RS-7)."""
     if any(isinstance(item, dict) and "id" in item for item in case.items):
         case.body["store"] = False
 
@@ -334,12 +334,13 @@ def check_repair(case: Case, profile: Profile = OPENAI, validator_profile: str =
     assert set(_texts(case.items)) <= set(_texts(out)), "an output, a message or a text was lost"
     people = [item for item in case.items if isinstance(item, dict) and item.get("role") in ("user", "developer")]
     assert [item for item in out if isinstance(item, dict) and item.get("role") in ("user", "developer")] == people
-    # Each remembered call the client dropped is back, exactly as the server sent it (without its id under store: false).
+    # Each remembered call the client dropped is back, exactly as the server sent it (its id too: under store: false
+    # an item that carries its content is taken with it).
     answered = {call_id_of(item) for item in case.items if is_output(item)}
     encoded = {orjson.dumps(item) for item in out}
     for call in case.dropped:
         if call_id_of(call) in answered and call_id_of(call) in case.memory:
-            assert orjson.dumps(call if result.body.get("store") is not False else _without_id(call)) in encoded, call_id_of(call)
+            assert orjson.dumps(call) in encoded, call_id_of(call)
     again = repaired(result.body, case, profile)
     assert again.findings == (), ("not idempotent", case.breakers, [f.code for f in again.findings])
     return result
@@ -371,8 +372,7 @@ def test_dropped_calls_come_back_byte_identical_with_their_reasoning(case: Case)
     out = result.body["input"]
     for emitted in case.emitted:
         if any(call in case.dropped for call in emitted):
-            expected = emitted if case.stored else [_without_id(item) for item in emitted]
-            assert any(out[i:i + len(expected)] == expected for i in range(len(out))), "the turn is not back whole, in order"
+            assert any(out[i:i + len(emitted)] == emitted for i in range(len(out))), "the turn is not back whole, in order"
 
 
 @config(80)

@@ -22,7 +22,7 @@ from proxy.repair import DEFAULT_PLACEHOLDER, Policy
 from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
 from tests.support.responses_validator import ServerState, first_violation, violations
-from tests.support.retries import scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
 from tests.test_responses_capture import CALL, CUSTOM, REASONING, STREAM, response
 from tests.test_responses_rules import CALL_1, CALL_2, USER, body_of, output
 
@@ -114,15 +114,16 @@ def test_only_a_400_refusing_encrypted_content_is_retried_and_only_by_responses(
                                                                                retries: bool) -> None:
     error = refusal(message, status, code).content
     drop, reject = Policy(), Policy(thinking="reject")
-    assert (RESPONSES.retry(status, error, LOOP, OPENAI, drop) is not None) == retries
-    assert RESPONSES.retry(status, error, LOOP, OPENAI, reject) is None and not RESPONSES.retries(status, reject)
-    assert not CHAT.retries(status, drop) and CHAT.retry(status, error, LOOP, CHAT.profile("openai"), drop) is None
-    assert MESSAGES.retry(status, error, LOOP, MESSAGES.profile("anthropic"), drop) is None
-    assert RESPONSES.retry(400, QUOTED.encode(), LOOP, OPENAI, drop) is None  # not JSON
+    assert (retry_of(RESPONSES, status, error, LOOP, OPENAI, drop) is not None) == retries
+    assert retry_of(RESPONSES, status, error, LOOP, OPENAI, reject) is None
+    assert RESPONSES.retries(status, reject) == (status == 404)  # read for an unknown item id (RS-8, TM409), not this
+    assert not CHAT.retries(status, drop) and retry_of(CHAT, status, error, LOOP, CHAT.profile("openai"), drop) is None
+    assert retry_of(MESSAGES, status, error, LOOP, MESSAGES.profile("anthropic"), drop) is None
+    assert retry_of(RESPONSES, 400, QUOTED.encode(), LOOP, OPENAI, drop) is None  # not JSON
 
 
 def test_a_refusal_naming_one_item_still_leaves_out_every_encrypted_reasoning() -> None:
-    retry = RESPONSES.retry(400, refusal(NAMED).content, LOOP, OPENAI, Policy())
+    retry = retry_of(RESPONSES, 400, refusal(NAMED).content, LOOP, OPENAI, Policy())
     assert retry is not None
     body, counts = retry
     assert orjson.loads(body)["input"] == RETRIED and counts == {"TM408": 2, "TM405": 3}
@@ -238,3 +239,60 @@ async def test_the_retry_starts_from_the_repaired_body_and_the_repairs_are_merge
     assert response_.status_code == 200 and response_.headers["x-toolmend-repairs"] == "TM104=1,TM408=2,TM405=3"
     assert 'toolmend_repairs_total{profile="openai",rule="TM104"} 1.0' in metrics  # counted once, not again on the retry
     assert first_violation(again, ServerState()) is None  # nothing left for a strict server to refuse
+
+
+# --- every shape the refusal reaches a client in -----------------------------------------------------------------
+
+
+async def test_a_refusal_quoted_by_openrouter_is_retried(upstream) -> None:
+    quoted = {"error": {"message": "Provider returned error", "code": 400,
+                        "metadata": {"raw": refusal().content.decode(), "provider_name": "OpenAI"}}}
+    route = scripted(upstream, "/responses", httpx.Response(400, json=quoted), accepted())
+    async with running_proxy() as proxy:
+        response_ = await proxy.client.post(PATH, json=LOOP, headers=AUTH)
+    assert (response_.status_code, route.call_count) == (200, 2) and orjson.loads(sent(route)[1])["input"] == RETRIED
+
+
+def failed(message: str = QUOTED, code: str = "invalid_encrypted_content") -> bytes:
+    data = {"type": "response.failed", "sequence_number": 0, "response": {
+        "id": "resp_failed", "object": "response", "status": "failed", "output": [],
+        "error": {"code": code, "message": message}}}
+    return b"event: response.failed\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+async def test_a_refusal_that_is_a_stream_s_first_event_is_retried(upstream) -> None:
+    refused_stream = ScriptedStream([failed()[:20], failed()[20:]])
+    route = scripted(upstream, "/responses", sse_response(refused_stream), streamed())
+    body = {**LOOP, "stream": True}
+    async with running_proxy() as proxy:
+        response_ = await proxy.client.post(PATH, json=body, headers=AUTH)
+    assert (response_.status_code, response_.content, route.call_count) == (200, STREAM, 2)
+    assert orjson.loads(sent(route)[1]) == {**body, "input": RETRIED} and response_.headers["x-toolmend-repairs"] == "TM408=2,TM405=3"
+    assert refused_stream.closed.is_set()
+
+
+async def test_a_stream_that_fails_first_for_another_reason_is_relayed_byte_for_byte(upstream) -> None:
+    other = failed("The server had an error while processing your request.", "server_error")
+    route = scripted(upstream, "/responses", sse_response(ScriptedStream([other])), streamed())
+    async with running_proxy() as proxy:
+        response_ = await proxy.client.post(PATH, json={**LOOP, "stream": True}, headers=AUTH)
+    assert (response_.status_code, response_.content, route.call_count) == (200, other, 1)
+
+
+# --- what memory knows -------------------------------------------------------------------------------------------
+
+
+async def test_the_retry_keeps_the_reasoning_memory_captured_for_this_key(upstream) -> None:
+    minted = [REASONING, CALL, CUSTOM]  # ACCEPTED's output: minted for this client's key, and captured
+    switched = body_of([USER, FOREIGN, CALL_1, output("call_1"), *minted, output(CALL["call_id"]), output(CUSTOM["call_id"], kind="custom_tool_call_output")],
+                       tools=TOOLS)
+    route = scripted(upstream, "/responses", accepted(), refusal(), accepted(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=AUTH)).status_code == 200
+        response_ = await proxy.client.post(PATH, json=switched, headers=AUTH)
+        assert response_.status_code == 200 and response_.headers["x-toolmend-repairs"] == "TM408=1,TM405=1"
+        retry = orjson.loads(sent(route)[2])
+        assert encrypted_reasoning(retry) == [REASONING]  # only the foreign reasoning went
+        # Remembered: the next request leaves FOREIGN out before it is sent, and keeps REASONING.
+        assert (await proxy.client.post(PATH, json=switched, headers=AUTH)).headers["x-toolmend-repairs"] == "TM408=1,TM405=1"
+    assert route.call_count == 4 and orjson.loads(sent(route)[3]) == retry

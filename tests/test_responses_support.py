@@ -74,6 +74,8 @@ VALID = {
                                                                 out("call_c", "custom_tool_call_output"),
                                                                 out("call_b"), out("call_a")),
     "stateless reasoning (no id) before its calls": body(user(), rs(), fc("call_a"), out("call_a"), store=False),
+    "store: false, every item with its id and content (Codex)": body(user(), rs("rs_1"), fc("call_a", "fc_1"),
+                                                                      dict(out("call_a"), id="fco_1"), store=False),
     "local shell answered by function_call_output (Codex)": body(user(), {"type": "local_shell_call", "call_id": "c1"},
                                                                  out("c1")),
     "local shell answered by its own output (id = call id)": body(user(), {"type": "local_shell_call", "call_id": "c1"},
@@ -121,7 +123,7 @@ CASES = [
      "Item 'rs_1' of type 'reasoning' was provided without its required following item.", "input", None, 1),
     ("RS-6", body(user(), rs("rs_1"), user("again")), 400,
      "Item 'rs_1' of type 'reasoning' was provided without its required following item.", "input", None, 1),
-    ("RS-7", body(user(), rs("rs_0496"), fc("call_a"), out("call_a"), store=False), 404,
+    ("RS-7", body(user(), {"type": "reasoning", "id": "rs_0496", "summary": []}, fc("call_a"), out("call_a"), store=False), 404,
      "Item with id 'rs_0496' not found. Items are not persisted when `store` is set to false. Try again with `store` "
      "set to true, or remove this item from your input.", "input", None, 1),
     ("RS-7", body({"type": "item_reference", "id": "msg_2"}, store=False), 404,
@@ -393,11 +395,12 @@ def test_upstream_previous_response_id(client) -> None:
 def test_upstream_store_false(client) -> None:
     first = ask(client, user(), store=False).json()
     assert client.get(f"/v1/responses/{first['id']}").status_code == 404
-    replay = ask(client, user(), *first["output"], *outputs_for(first["output"][1:]), store=False)
+    # Items that carry their content are taken with their ids; a reference to one is looked up, and not found.
+    assert ask(client, user(), *first["output"], *outputs_for(first["output"][1:]), store=False).status_code == 200
+    referenced = {"type": "item_reference", "id": first["output"][1]["id"]}
+    replay = ask(client, user(), first["output"][0], referenced, *outputs_for(first["output"][1:]), store=False)
     assert replay.status_code == 404
-    assert replay.json()["error"]["message"].startswith(f"Item with id '{first['output'][0]['id']}' not found. Items are not persisted")
-    stateless = [{k: v for k, v in item.items() if k != "id"} for item in first["output"]]
-    assert ask(client, user(), *stateless, *outputs_for(first["output"][1:]), store=False).status_code == 200
+    assert replay.json()["error"]["message"].startswith(f"Item with id '{referenced['id']}' not found. Items are not persisted")
     assert ask(client, *outputs_for(first["output"][1:]), previous_response_id=first["id"]).status_code == 400  # RS-10
 
 

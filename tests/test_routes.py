@@ -70,9 +70,10 @@ async def test_prefix_model_and_default_routes(tmp_path: Path) -> None:
             refused = await proxy.client.post("/mistral/v1/chat/completions", json={"messages": ORPHAN}, headers=AUTH)
             metrics = (await proxy.client.get("/metrics")).text
     assert first.status_code == second.status_code == third.status_code == listed.status_code == 200
-    # The prefix route's profile was detected from nothing known (mistral.test): openai rules, plus its own key.
+    # The prefix route's host names no profile (mistral.test): its model, mistral-large, picks mistral's rules (9-character
+    # ids for the synthesized call and its result, TM301); and the route sends its own key.
     assert mistral.calls.last.request.headers["authorization"] == "Bearer sk-mistral-upstream"
-    assert first.headers["x-toolmend-repairs"] == "TM101=1"
+    assert first.headers["x-toolmend-repairs"] == "TM101=1,TM301=2"
     # The model route runs the deepseek profile: reasoning_content added to the synthesized call turn.
     assert b'"reasoning_content":""' in deepseek.calls.last.request.content
     assert default.called and models.called

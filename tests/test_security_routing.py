@@ -132,7 +132,8 @@ async def test_a_route_with_the_operators_key_forwards_no_client_credential() ->
             response = await proxy.client.get(
                 "/v1/models?key=sk-client-gemini&alt=json&k%65y=sk-client-encoded&limit=2",
                 headers={"authorization": f"Bearer {TEAM_KEY}", "api-key": "sk-client-azure", "x-api-key": "sk-client-anthropic",
-                         "x-goog-api-key": "sk-client-gemini"})
+                         "x-goog-api-key": "sk-client-gemini", "ocp-apim-subscription-key": "sk-client-apim",
+                         "cf-aig-authorization": "Bearer sk-client-cloudflare", "x-portkey-api-key": "sk-client-portkey"})
     assert response.status_code == 200
     sent = models.calls.last.request
     assert "sk-client" not in credentials_seen(sent) and TEAM_KEY not in credentials_seen(sent)

@@ -193,6 +193,12 @@ class Upstream:
             await self.answer(conn, request)
 
     async def answer(self, conn: ServerConn, request: RawRequest) -> None:
+        if request.target == b"/v1/large":
+            self.streams.append(conn)
+            await conn.send(b"HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: %d\r\n\r\n" % (256 * MIB))
+            for _ in range(256):  # far more than the socket buffers between it and a client that never reads
+                await conn.send(b"l" * MIB)
+            return
         if request.target == b"/v1/stream":
             self.streams.append(conn)
             await conn.send(b"HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -228,15 +234,38 @@ async def test_a_stalled_pass_through_body_is_a_408_and_frees_its_upstream_slot(
     assert after.status_code == 200
 
 
-async def test_a_client_that_stops_reading_frees_its_upstream_slot() -> None:
-    async with upstream_and_proxy("--client-timeout", "1", "--max-upstream-connections", "1") as (upstream, _, proxy):
+@pytest.mark.parametrize("target", [b"/v1/large", b"/v1/stream"])
+async def test_a_client_that_stops_reading_frees_its_upstream_slot_after_the_send_timeout(target: bytes) -> None:
+    # --client-timeout, the bound on a request body, has nothing to do with it.
+    limits = ("--send-timeout", "1", "--client-timeout", "600", "--max-upstream-connections", "1")
+    async with upstream_and_proxy(*limits) as (upstream, _, proxy):
         with connect(proxy, receive_buffer=4096) as idle_reader:
-            idle_reader.sendall(b"GET /v1/stream HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")  # and never reads
-            await eventually(lambda: bool(upstream.streams), "the stream started")
-            await eventually(upstream.streams[0].ended.is_set, "the proxy letting go of the upstream stream")
+            idle_reader.sendall(b"GET %b HTTP/1.1\r\nhost: 127.0.0.1\r\nx-request-id: req-idle\r\n\r\n" % target)  # and never reads
+            await eventually(lambda: bool(upstream.streams), "the answer started")
+            await eventually(upstream.streams[0].ended.is_set, "the proxy letting go of the upstream answer")
             async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as client:
                 after = await client.get("/v1/models")
+                metrics = (await client.get("/metrics")).text
+            log = proxy.log()
     assert after.status_code == 200
+    assert "toolmend_send_timeouts_total 1.0" in metrics
+    assert "(--send-timeout): connection closed (request req-idle)" in log
+
+
+async def test_sigterm_drains_the_request_in_flight_and_exits_0() -> None:
+    async with upstream_and_proxy() as (upstream, server, proxy):
+        async with httpx.AsyncClient(base_url=proxy.url, timeout=GENEROUS) as client:
+            held = asyncio.create_task(client.get("/v1/held"))
+            await eventually(lambda: any(r.target == b"/v1/held" for r in server.requests), "the held request upstream")
+            proxy.proc.terminate()
+            await eventually(lambda: "Shutting down" in proxy.log(), "the proxy stopping")
+            upstream.release.set()
+            drained = await held
+            async with asyncio.timeout(GENEROUS):
+                code = await asyncio.to_thread(proxy.proc.wait)
+            log = proxy.log()
+    assert drained.status_code == 200 and drained.json() == {"object": "list", "data": []}
+    assert code == 0, log[-2000:]
 
 
 def closed_by_server(sock: socket.socket) -> bool:

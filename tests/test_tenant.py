@@ -81,8 +81,8 @@ def test_credential_carriers_and_bearer_tokens():
     assert credentials.bearer(b"Bearer  tm-1 ") == credentials.bearer(b"bearer\ttm-1") == b"tm-1"
     assert credentials.bearer(b"Bearer") == b"" and credentials.bearer(b"Basic eA==") is None
     assert credentials.token(b"tm-1") == credentials.token(b"Bearer tm-1") == b"tm-1"
-    assert not credentials.present([(b"authorization", b"Bearer"), (b"x-api-key", b"")], b"alt=sse&key=")
-    assert credentials.present([(b"X-Goog-Api-Key", b"g")], b"") and credentials.present([], b"k%65y=q")
+    assert not credentials.BUILT_IN.present([(b"authorization", b"Bearer"), (b"x-api-key", b"")], b"alt=sse&key=")
+    assert credentials.BUILT_IN.present([(b"X-Goog-Api-Key", b"g")], b"") and credentials.BUILT_IN.present([], b"k%65y=q")
     drop_q1 = credentials.without_params(b"a=1&key=q1&&k%65y=q2&key=q3", lambda value: value in (b"q1", b"q2"))
     assert drop_q1 == b"a=1&&key=q3"
 
@@ -116,3 +116,36 @@ def test_tenant_scope_upstream_gives_every_client_of_an_upstream_one_tenant():
     clients = [[(b"authorization", b"Bearer sk-a")], [(b"api-key", b"k")], []]
     assert {shared.tenant(headers, b"key=q", UP) for headers in clients} == {shared_tenant_id(UP)}
     assert shared.tenant([], b"", "http://other/v1") != shared_tenant_id(UP)
+
+
+# --- gateway carriers and the operator's own (issue 23) ---------------------------------------------------
+
+
+def test_gateway_carriers_come_after_the_key_parameter_and_leave_older_tenants_alone():
+    assert credential([(b"Ocp-Apim-Subscription-Key", b"apim")]) == b"\x1f\x1f\x1f\x1f\x1fapim"
+    assert credential([(b"cf-aig-authorization", b"Bearer cf")], b"key=q") == b"\x1f\x1f\x1f\x1fq\x1f\x1fBearer cf"
+    assert credential([(b"x-portkey-api-key", b"pk")]) == b"\x1f\x1f\x1f\x1f\x1f\x1f\x1fpk"
+    assert credential([], b"key=q-key") == b"\x1f\x1f\x1f\x1fq-key"  # as before the gateways came
+    anonymous = tenant([])
+    gateways = {tenant([(name, b"k")]) for name in (b"ocp-apim-subscription-key", b"cf-aig-authorization", b"x-portkey-api-key")}
+    assert len(gateways) == 3 and anonymous not in gateways
+    assert tenant([(b"ocp-apim-subscription-key", b"k1")]) != tenant([(b"ocp-apim-subscription-key", b"k2")])
+
+
+def test_headers_the_operator_names_scope_the_tenant_whatever_their_order_and_cannot_pass_for_another_field():
+    mine = credentials.Carriers(["X-My-Key", "x-team"])
+    assert credentials.Carriers(["x-team", "X-MY-KEY"]).named == mine.named == (b"x-my-key", b"x-team")
+    by_mine = credential([(b"X-My-Key", b"k")], b"", mine)
+    assert by_mine == b"\x1f" * 7 + b"\x1fx-my-key:k"
+    assert by_mine != credential([(b"X-My-Key", b"other")], b"", mine)
+    assert credential([(b"X-My-Key", b"k")]) == credential([])  # not named: not a credential
+    assert credential([(b"x-portkey-api-key", b"x-my-key:k")], b"", mine) != by_mine
+    assert credential([(b"x-my-key", b"")], b"", mine) == credential([])  # an empty value is none
+    assert mine.present([(b"x-team", b"t")], b"") and not credentials.BUILT_IN.present([(b"x-team", b"t")], b"")
+
+
+def test_a_tenancy_reads_the_headers_it_was_given():
+    headers = [(b"x-my-key", b"k1")]
+    named = Tenancy(carriers=credentials.Carriers(["x-my-key"]))
+    assert named.tenant(headers, b"", UP) != named.tenant([(b"x-my-key", b"k2")], b"", UP)
+    assert Tenancy().tenant(headers, b"", UP) == Tenancy().tenant([], b"", UP)

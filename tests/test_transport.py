@@ -9,9 +9,11 @@ bench/'s business (bench/stream_delay.py: per-chunk delay).
 
 import asyncio
 import contextlib
+import gzip
 import socket
 import ssl
 import subprocess
+import zlib
 from collections.abc import AsyncIterator
 
 import httpx
@@ -19,6 +21,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.config import Settings
+from proxy.transfer_coding import DECODED_PIECE
 from proxy.transport import MAX_HEAD_BYTES, READ_HIGH_WATER, CertificateError, FastTransport
 from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok, respond
 
@@ -826,3 +829,70 @@ async def test_the_client_gets_a_502_when_the_upstream_head_has_no_end() -> None
                 response = await client.get("/v1/models")
         assert response.status_code == 502
         assert response.json()["error"]["code"] == "upstream_unreachable"
+
+
+# --- transfer codings other than chunked -------------------------------------------------------------------
+
+EVENTS = b"".join(b'data: {"n": %d}\n\n' % n for n in range(200))
+
+
+def chunked(body: bytes, size: int = 100) -> bytes:
+    return b"".join(b"%x\r\n%b\r\n" % (len(body[i:i + size]), body[i:i + size]) for i in range(0, len(body), size)) + b"0\r\n\r\n"
+
+
+def deflated(body: bytes) -> bytes:
+    return zlib.compress(body)
+
+
+@pytest.mark.parametrize(("coding", "encoded", "framed"), [
+    (b"gzip, chunked", gzip.compress(EVENTS), chunked),
+    (b"x-gzip, chunked", gzip.compress(EVENTS[:100]) + gzip.compress(EVENTS[100:]), chunked),  # two gzip members
+    (b"deflate, chunked", deflated(EVENTS), chunked),
+    (b"deflate, gzip, chunked", gzip.compress(deflated(EVENTS)), chunked),
+    (b"gzip", gzip.compress(EVENTS), lambda body: body),  # not chunked: the body ends with the connection
+], ids=["gzip", "two-members", "deflate", "deflate-then-gzip", "until-close"])
+async def test_a_transfer_coding_besides_chunked_is_undone(transport: FastTransport, coding: bytes, encoded: bytes, framed) -> None:
+    async def handler(conn: ServerConn) -> None:
+        await conn.read_request()
+        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: %b\r\n\r\n%b" % (coding, framed(encoded)))
+        conn.close()
+
+    async with asyncio.timeout(GUARD), RawServer(handler) as server:
+        response, body = await fetch(transport, "GET", server.url())
+    assert body == EVENTS
+
+
+async def test_a_transfer_coded_bomb_is_decoded_a_bounded_piece_at_a_time(transport: FastTransport) -> None:
+    bomb = gzip.compress(bytes(64 * 1024 * 1024))  # 64 MiB of zeros in some 64 KiB
+    wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" + chunked(bomb, len(bomb))
+    async with asyncio.timeout(GUARD), RawServer(respond(lambda r: wire)) as server:
+        response = await transport.handle_async_request(request("GET", server.url()))
+        sizes = [len(piece) async for piece in response.aiter_raw()]
+    assert sum(sizes) == 64 * 1024 * 1024 and max(sizes) <= DECODED_PIECE
+
+
+@pytest.mark.parametrize(("coding", "body", "error"), [
+    (b"br, chunked", chunked(b"x"), httpx.RemoteProtocolError),
+    (b"chunked, gzip", gzip.compress(b"x"), httpx.RemoteProtocolError),
+    (b"gzip, chunked", chunked(b"not gzip at all"), httpx.DecodingError),
+    (b"gzip, chunked", chunked(gzip.compress(EVENTS)[:-20]), httpx.DecodingError),  # cut off inside the coding
+], ids=["unknown", "chunked-not-last", "corrupt", "truncated"])
+async def test_a_transfer_coding_that_cannot_be_undone_is_an_error(transport: FastTransport, coding: bytes, body: bytes, error) -> None:
+    wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: %b\r\nConnection: close\r\n\r\n%b" % (coding, body)
+    async with asyncio.timeout(GUARD), RawServer(respond(lambda r: wire)) as server:
+        with pytest.raises(error):
+            await fetch(transport, "GET", server.url())
+
+
+async def test_the_client_gets_a_transfer_coded_answer_decoded() -> None:
+    wire = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+            + chunked(gzip.compress(EVENTS)))
+    async with asyncio.timeout(GUARD), RawServer(respond(lambda r: wire)) as server:
+        app = create_app(Settings(upstream=server.url("/v1"), upstream_timeout=GUARD))  # its own FastTransport
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://proxy.test") as client:
+                passed = await client.get("/v1/events")
+                streamed = await client.post("/v1/chat/completions", json={"model": "m", "stream": True, "messages": []})
+    for response in (passed, streamed):
+        assert response.status_code == 200 and "content-encoding" not in response.headers
+        assert response.content == EVENTS

@@ -8,7 +8,7 @@ errors. The structural rules themselves are written once, over the neutral view 
 """
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from proxy.dialects import refusal
 from proxy.dialects.capture import Capture
+from proxy.dialects.refusal import Leaving, Refusal
 from proxy.errors import Render
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result
@@ -91,36 +92,59 @@ class Dialect(Protocol):
         ...
 
     def retries(self, status: int, policy: Policy) -> bool:
-        """Whether an upstream answer of this status may be a refusal ``retry`` knows a fix for, under ``policy``: only
-        then is its error body read (bounded) before it is relayed."""
+        """Whether an upstream answer of this status may be a refusal the dialect knows a fix for, under ``policy``: only
+        then is its error body (bounded), or for status 200 a stream's first event, read before it is relayed."""
         ...
 
-    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
-        """The body to send once more, to the same upstream, after it refused ``sent`` (what went upstream, parsed) with
-        ``status`` and the error body ``error`` (Messages: a thinking signature it would not take, AM-14; Responses:
-        encrypted content it could not verify, RS-11), with what was
-        changed by rule code; None to relay the refusal as the upstream sent it. Asked once per request."""
+    def fix_for(self, refusal: Refusal, policy: Policy) -> "RefusalFix | None":
+        """The fix for ``refusal`` (Messages: a thinking signature it would not take, AM-14; Responses: encrypted
+        content it could not verify, RS-11, or an item it does not know, RS-8) under ``policy``; None to relay it."""
         ...
+
+    def remembered_fix(self, policy: Policy) -> "RefusalFix | None":
+        """The fix whose refused signatures or blobs are remembered, to be left out before a request is sent (under
+        ``policy``); None when there is none."""
+        ...
+
+
+#: The status of a stream that may open with a refusal.
+STREAMED = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Blobs:
+    """How the signed thinking or encrypted reasoning a refusal is about is found: in a request body (``carried``;
+    None for a block or item that carries none), by which ids the remembered turns that may hold it are recalled
+    (``recall_keys``), and in such a turn (``minted``)."""
+
+    carried: Callable[[dict[str, Any]], list[Any]]
+    recall_keys: Callable[[dict[str, Any]], list[str]]
+    minted: Callable[[Turn], Iterable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class RefusalFix:
-    """A dialect's fix for one kind of upstream refusal (AM-14, RS-11), used under thinking policy ``drop``:
-    whether an answer's status and error body are that refusal, and what was sent with what it cannot take left out
-    (None: nothing to leave out)."""
+    """A dialect's fix for one kind of upstream refusal (AM-14, RS-11, RS-8): whether a refusal is that one (of
+    ``status``), what was sent with what it cannot take left out (None: nothing to leave out), and, for a refusal of
+    signed thinking or encrypted reasoning, used under thinking policy ``drop`` only, how those are found (``blobs``)."""
 
-    refused: Callable[[int, bytes], bool]
-    retried: Callable[[dict[str, Any], Profile, Policy], Result | None]
+    refused: Callable[[Refusal], bool]
+    retried: Callable[[dict[str, Any], Profile, Policy, Leaving], Result | None]
+    blobs: Blobs | None = None
+    status: int = refusal.STATUS
+
+    def applies(self, policy: Policy) -> bool:
+        return self.blobs is None or policy.thinking == "drop"
 
 
 class ListHistory:
     """What the dialects share: a history that is a list under ``history_key``, one endpoint, invalid JSON refused
-    as sent, and upstream refusals relayed as sent unless the dialect names a ``refusal_fix`` (a dialect with a known
+    as sent, and upstream refusals relayed as sent unless the dialect names ``refusal_fixes`` (a dialect with a known
     fix for some invalid bodies overrides ``mend``)."""
 
     history_key: str
     path: str
-    refusal_fix: RefusalFix | None = None
+    refusal_fixes: tuple[RefusalFix, ...] = ()
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -134,17 +158,26 @@ class ListHistory:
         return None
 
     def retries(self, status: int, policy: Policy) -> bool:
-        return self.refusal_fix is not None and status == refusal.STATUS and policy.thinking == "drop"
+        statuses = {fix.status for fix in self.refusal_fixes if fix.applies(policy)}
+        # An answer of status 200 may be a stream whose first event is a refusal of status 400.
+        return status in statuses or (status == STREAMED and refusal.STATUS in statuses)
 
-    def retry(self, status: int, error: bytes, sent: dict[str, Any], profile: Profile, policy: Policy) -> tuple[bytes, Counter[str]] | None:
-        fix = self.refusal_fix
-        if fix is None or not self.retries(status, policy) or not fix.refused(status, error):
-            return None
-        return _encoded(fix.retried(sent, profile, policy))
+    def fix_for(self, refusal: Refusal, policy: Policy) -> RefusalFix | None:
+        return next((fix for fix in self.refusal_fixes if fix.applies(policy) and fix.refused(refusal)), None)
+
+    def remembered_fix(self, policy: Policy) -> RefusalFix | None:
+        return next((fix for fix in self.refusal_fixes if fix.blobs is not None and fix.applies(policy)), None)
+
+
+def retry(fix: RefusalFix, sent: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving) -> tuple[bytes, Counter[str]] | None:
+    """The body to send once more, to the same upstream, after it refused ``sent`` (what went upstream, parsed), or to
+    send instead of ``sent`` when it carries what the upstream refused before: ``fix``'s, with what ``leaving`` says
+    left out, encoded, with what was changed by rule code; None to relay the refusal (or send ``sent``) as it is."""
+    return _encoded(fix.retried(sent, profile, policy, leaving))
 
 
 def _encoded(result: Result | None) -> tuple[bytes, Counter[str]] | None:
-    """What ``Dialect.retry`` answers for the body a dialect's rules made of a refused request: that body encoded, with
+    """What ``retry`` answers for the body a dialect's rules made of a refused request: that body encoded, with
     what was changed by rule code; None when there is none, or when it nests too deep to encode again (the refusal then
     goes to the client)."""
     if result is None:

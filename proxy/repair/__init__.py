@@ -12,7 +12,7 @@ provider accepts, changing nothing that was already valid.
 from proxy.repair.engine import Plan, Result, needs_repair, plan, repair
 from proxy.repair.findings import DEFAULT_PLACEHOLDER, DEFAULT_PLACEHOLDER_NAME, ORPHAN_POLICIES, Finding, OrphanPolicy, Policy
 from proxy.repair.history import orphan_call_ids
-from proxy.repair.profiles import PROFILES, Profile, detect_profile, get_profile
+from proxy.repair.profiles import PROFILES, Profile, get_profile, route_profile
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -25,10 +25,10 @@ __all__ = [
     "Policy",
     "Profile",
     "Result",
-    "detect_profile",
     "get_profile",
     "needs_repair",
     "orphan_call_ids",
     "plan",
     "repair",
+    "route_profile",
 ]

@@ -10,31 +10,35 @@ from typing import Any
 
 import orjson
 
+from proxy.repair.profiles import Profile
 from proxy.repair.rules.long_call_id import MAX_ID_LENGTH
+from proxy.repair.rules.tool_content_type import text_parts
 
 _decode = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
 
-def is_clean(messages: Any) -> bool:
+def is_clean(messages: Any, profile: Profile) -> bool:
+    """Whether ``messages`` needs nothing from the universal rules (``profile`` says which tool content is taken)."""
     if type(messages) is not list:
         return True  # not a chat history: nothing for the repair engine to do
     try:
-        return _all_clean(messages)
+        return _all_clean(messages, profile.string_tool_content)
     except (KeyError, TypeError, AttributeError):
         # A required key missing, or a message, call or function that is not an object: something a rule
         # will repair or refuse. (Subscripts instead of .get: the happy path is the hot path.)
         return False
 
 
-def _all_clean(messages: list[Any]) -> bool:
+def _all_clean(messages: list[Any], strings_only: bool) -> bool:
     seen: set[str] = set()  # every call id declared so far (S4)
     pending: set[str] = set()  # ids of the latest call turn still awaiting their result
     for message in messages:
         role = message["role"]
         if role == "tool":
-            if type(message["content"]) is not str:
-                return False  # S9
+            content = message["content"]
+            if type(content) is not str and (strings_only or not text_parts(content)):
+                return False  # S9: OpenAI takes text parts (OAI-10), Groq, Mistral and vLLM only a string (GR-2, MI-9)
             try:  # an id this block awaits, answered once; else outside a block, unknown or repeated (S2, S5)
                 pending.remove(message["tool_call_id"])
             except (KeyError, TypeError):

@@ -82,7 +82,7 @@ def needs_repair(body: Any, profile: Profile) -> bool:
     messages = body.get("messages") if type(body) is dict else None
     if type(messages) is not list:
         return False
-    return not is_clean(messages) or (bool(profile.rules) and not profile.is_clean(messages))
+    return not is_clean(messages, profile) or (bool(profile.rules) and not profile.is_clean(messages))
 
 
 def plan(body: Any, profile: str | Profile = "openai") -> Plan | None:

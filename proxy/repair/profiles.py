@@ -3,9 +3,13 @@
 Providers contradict each other (Mistral wants 9-character ids, DeepSeek wants ``reasoning_content`` that
 Groq rejects, Ollama rejects the ``null`` content that Anthropic-backed routes require), so these rules
 cannot all run for everyone. A profile is a named, ordered set of extra rules applied after the
-universal ones, and the upstream hosts that select it when no profile is given.
+universal ones, and what selects it when no profile is given (``auto``): the upstream's host, else, for an upstream
+whose host names none (a gateway, a local server), the model each request asks for. Every dialect reads its own
+profile by the name chosen here (``Dialect.profile``), so this module is the one owner of that choice.
 """
 
+import fnmatch
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +26,7 @@ from proxy.repair.rules import (
     non_object_arguments,
     null_content,
     reasoning_content,
+    system_not_first,
     thought_signature,
 )
 
@@ -35,12 +40,17 @@ class Profile:
     schema: Mapping[str, frozenset[str]] | None = None
     #: Upstream hosts (``host`` or ``host:port``) that select this profile.
     hosts: tuple[str, ...] = ()
+    #: Model names (lower-case shell patterns) that select it for a request to an upstream whose host selects none.
+    models: tuple[str, ...] = ()
     #: Results must follow their call directly (Chat Completions, Anthropic, DeepSeek's and Kimi's Responses:
     #: RS-17, RS-18). When False (OpenAI's Responses API), a result may stand anywhere after its call, and
     #: only results before their call are moved.
     adjacent_results: bool = True
     #: The longest call id the provider accepts (E-ID-40; the Responses API allows 64, RS-14).
     max_id_length: int = 40
+    #: Tool message content must be a plain string: the provider refuses an array of text parts, which OpenAI takes
+    #: (GR-2, MI-9: Groq, Mistral, vLLM). TM205 joins the parts for these profiles only.
+    string_tool_content: bool = False
 
     def is_clean(self, messages: list[Any]) -> bool:
         """True when none of the profile's rules has anything to do (the universal check ran first)."""
@@ -82,19 +92,25 @@ PROFILES: dict[str, Profile] = {
         Profile("openai", "OpenAI and Azure OpenAI: the universal rules only",
                 hosts=("api.openai.com", "openai.azure.com", "cognitiveservices.azure.com")),
         Profile("mistral", "Mistral API and mistral_common servers: 9-character ids, a bridge after tool results, closed schema",
-                (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",)),
+                (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",), string_tool_content=True,
+                models=("mistral-*", "magistral-*", "codestral-*", "devstral-*", "ministral-*", "pixtral-*", "open-mistral-*", "open-mixtral-*")),
         Profile("deepseek", "DeepSeek (and Kimi) thinking mode: reasoning_content on every tool-call turn",
-                (reasoning_content,), hosts=("api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn")),
+                (reasoning_content,), hosts=("api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn"),
+                models=("deepseek-*", "kimi-*", "moonshot-*")),
         Profile("anthropic", "OpenAI-compatible routes to Claude: null instead of empty text, no stray keys in tool calls",
-                (null_content, closed_schema_fields), TOOL_CALL_KEYS, ("api.anthropic.com",)),
+                (null_content, closed_schema_fields), TOOL_CALL_KEYS, ("api.anthropic.com",), models=("claude-*",)),
         Profile("gemini", "Gemini's OpenAI-compatible layer: thought signatures restored, content never null, a user turn first",
-                (thought_signature, empty_string_content, leading_call_turn), hosts=("generativelanguage.googleapis.com",)),
+                (thought_signature, empty_string_content, leading_call_turn), hosts=("generativelanguage.googleapis.com",),
+                models=("gemini-*",)),
         Profile("ollama", "Ollama's /v1: content never null", (empty_string_content,), hosts=("localhost:11434", "127.0.0.1:11434")),
-        Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", (empty_string_content,), hosts=("api.x.ai",)),
+        Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", (empty_string_content,), hosts=("api.x.ai",),
+                models=("grok-*",)),
         Profile("groq", "Groq, Cerebras, Fireworks: the OpenAI schema, closed (no reasoning fields, no stray keys)",
-                (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai")),
-        Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present",
-                (non_object_arguments, content_key)),
+                (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai"), string_tool_content=True),
+        Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present, one system message first",
+                (non_object_arguments, content_key, system_not_first), string_tool_content=True),
+        Profile("zai", "Z.AI (Zhipu GLM): the universal rules only (its Anthropic endpoint: system messages folded)",
+                hosts=("api.z.ai", "open.bigmodel.cn"), models=("glm-*",)),
     )
 }
 
@@ -106,12 +122,35 @@ def get_profile(name: str) -> Profile:
         raise ValueError(f"unknown profile {name!r}; choose one of: {', '.join(sorted(PROFILES))}") from None
 
 
-def detect_profile(upstream: str) -> Profile:
-    """The profile an upstream URL implies (its host, or host:port), else ``openai``."""
+def host_profile(upstream: str) -> Profile | None:
+    """The profile an upstream URL's host (or host:port) selects; None for a host no profile names."""
     parts = urlsplit(upstream)
     host = (parts.hostname or "").lower()
     candidates = {host, f"{host}:{parts.port}"} if parts.port else {host}
     for profile in PROFILES.values():
         if any(h in candidates or host.endswith("." + h) for h in profile.hosts):
             return profile
-    return PROFILES["openai"]
+    return None
+
+
+def route_profile(upstream: str, configured: str) -> tuple[Profile, bool]:
+    """A route's profile for its configured name (``auto``: the one its upstream's host selects), and whether each
+    request's model selects the profile instead (``auto``, and a host no profile names; ``model_profile``)."""
+    if configured != "auto":
+        return get_profile(configured), False
+    host = host_profile(upstream)
+    return host or PROFILES["openai"], host is None
+
+
+#: Each profile's model patterns as one expression (a request to an unknown host asks every time).
+_BY_MODEL = tuple((profile, re.compile("|".join(map(fnmatch.translate, profile.models)))) for profile in PROFILES.values() if profile.models)
+
+
+def model_profile(model: object) -> Profile | None:
+    """The profile a request's model names: a bare name (``deepseek-v4-pro``, ``claude-opus-4-8``), matched without
+    regard to case. None for any other: a name with an ``org/`` prefix is a model served by someone else (an
+    aggregator, a self-hosted server), whose rules the name does not tell."""
+    if type(model) is not str or "/" in model:
+        return None
+    name = model.lower()
+    return next((profile for profile, pattern in _BY_MODEL if pattern.match(name)), None)

@@ -23,7 +23,7 @@ with ``thinking_delta`` / ``signature_delta`` / ``text_delta`` / ``input_json_de
 ``content_block_stop``; then ``message_delta`` and ``message_stop``), each event its own write.
 
 ``profile`` plays an Anthropic-compatible server: ``anthropic`` (signed thinking, ``caller`` on tool_use as
-Claude sends it), ``kimi`` (thinking with ``signature: ""``), ``deepseek`` (thinking without ``signature``);
+Claude sends it), ``kimi`` (thinking with ``signature: ""``), ``deepseek`` and ``zai`` (thinking without ``signature``);
 the validator runs the same profile. ``POST /v1/messages/count_tokens`` validates (without ``max_tokens``)
 and answers ``{"input_tokens": N}``; ``GET /v1/models`` lists ``claude-strict-test``; any other path is a
 404 ``not_found_error`` naming the method and path. Every request on every path is recorded.
@@ -173,6 +173,7 @@ def make_messages_upstream(
     api_key: str | None = None,
     require_version: bool = True,
     bind_system: bool = False,
+    per_key: bool = False,
 ) -> tuple[Starlette, MessagesRecorder]:
     """A strict Messages provider app and its recorder.
 
@@ -182,7 +183,9 @@ def make_messages_upstream(
     ``redacted_thinking`` block after the thinking (``anthropic`` only); ``api_key``: when set, requests must
     carry ``x-api-key: <api_key>`` (else 401 ``authentication_error``); ``require_version``: refuse a request
     without ``anthropic-version`` as Anthropic does; ``bind_system``: signatures are bound to the system
-    prompt they were minted under (the AM-14 binding variant)."""
+    prompt they were minted under (the AM-14 binding variant); ``per_key``: signatures verify only with the API
+    key they were minted for (``x-api-key`` or ``authorization``: another account's are AM-14), ``recorder.state``
+    holding those of requests without a key."""
     if parallel_calls < 1:
         raise ValueError("parallel_calls must be >= 1")
     if profile not in PROFILES:
@@ -190,6 +193,14 @@ def make_messages_upstream(
     if redacted and profile != "anthropic":
         raise ValueError("only Anthropic sends redacted_thinking blocks")
     recorder = MessagesRecorder(state=ServerState(bind_system=bind_system))
+    by_key: dict[str, ServerState] = {}
+
+    def state_for(request: Request) -> ServerState:
+        key = request.headers.get("x-api-key") or request.headers.get("authorization")
+        if not per_key or key is None:
+            return recorder.state
+        with lock:
+            return by_key.setdefault(key, ServerState(bind_system=bind_system))
     rng = random.Random(seed)
     issued: set[str] = set()
     lock = threading.Lock()
@@ -271,7 +282,7 @@ def make_messages_upstream(
         refused = refuse(request, request_id)
         if refused is not None:
             return refused
-        violation = check(raw, profile=profile, state=recorder.state)
+        violation = check(raw, profile=profile, state=state_for(request))
         if violation is not None:
             return rejected(violation, request_id)
         n_calls = parallel_calls
@@ -281,7 +292,7 @@ def make_messages_upstream(
             if n_calls < 1:
                 return _error(400, _envelope("invalid_request_error", f"{PARALLEL_HEADER} must be an integer >= 1, got {header!r}.", request_id), request_id)
         content, stop_reason = script(parsed, n_calls)
-        recorder.state.mint(content, parsed.get("system"))
+        state_for(request).mint(content, parsed.get("system"))
         message = {
             "id": fresh("msg_01", 22),
             "type": "message",

@@ -24,8 +24,11 @@ Order (what :func:`check` reports first), like a server that validates the schem
 
 Profiles: ``anthropic`` (unsigned thinking is rejected: a missing ``signature`` is AM-15, ``""`` is a
 signature the server never minted, AM-14); ``kimi`` (accepts ``signature: ""``, still requires the field);
-``deepseek`` (its own answers carry no ``signature``: missing or ``""`` are both accepted). Unsigned blocks
-are not signature-checked; a non-empty signature must be one this server minted, in every profile.
+``deepseek`` and ``zai`` (their own answers carry no ``signature``: missing or ``""`` are both accepted). Unsigned
+blocks are not signature-checked; a non-empty signature must be one this server minted, in every profile.
+A ``role: "system"`` message inside ``messages`` (OT-1) is refused by ``deepseek``, ``kimi`` and ``zai``; ``anthropic``
+takes it after a user message, last or before an assistant message (the directive-only form, ``content: []``,
+anywhere).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from proxy.dialects.messages.blocks import (
 
 __all__ = ["PROFILES", "Profile", "ServerState", "Violation", "check", "parse", "violations"]
 
-Profile = Literal["anthropic", "kimi", "deepseek"]
+Profile = Literal["anthropic", "kimi", "deepseek", "zai"]
 PROFILES: tuple[Profile, ...] = get_args(Profile)
 
 EXTENDED_THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -233,7 +236,7 @@ def _unsigned_ok(block: Block, profile: Profile) -> bool:
     """Whether the profile takes this thinking block without a signature check (never for ``anthropic``)."""
     if profile == "kimi":
         return block.get("signature") == ""
-    if profile == "deepseek":
+    if profile in ("deepseek", "zai"):
         return block.get("signature", "") == ""
     return False
 
@@ -257,7 +260,7 @@ def _block_shape(n: int, k: int, block: Any, shift: int, profile: Profile) -> Vi
     if kind == "thinking":
         if "signature" not in block and not _unsigned_ok(block, profile):
             return Violation("AM-15", f"{path}.thinking.signature: Field required", index=n)
-        if block.get("thinking") == "":
+        if block.get("thinking") == "" and not block.get("signature"):  # signed empty text: ``display: "omitted"``
             return Violation("AM-16", f"{path}.thinking.thinking: each thinking block must contain thinking", index=n)
     elif kind in ("tool_use", SERVER_TOOL_USE):
         pattern = TOOL_USE_ID_PATTERN if kind == "tool_use" else SERVER_TOOL_USE_ID_PATTERN
@@ -281,6 +284,28 @@ def _block_shape(n: int, k: int, block: Any, shift: int, profile: Profile) -> Vi
 def _am17(n: int) -> Violation:
     """AM-17: an empty text block (top level or inside a tool result). Anthropic's text names no position."""
     return Violation("AM-17", "messages: text content blocks must be non-empty", index=n)
+
+
+def _system_message(n: int, messages: list[Any], shift: int, profile: Profile) -> Violation | None:
+    """OT-1: a ``role: "system"`` message inside ``messages``, in each server's words (Kimi's is constructed); Anthropic
+    holds it to its placement (LeenHawk/gproxy#209 for the first position, the rest constructed)."""
+    at = _at(n, shift)
+    if profile == "deepseek":
+        return Violation("OT-1", f"Failed to deserialize the JSON body into the target type: messages[{n}].role: unknown variant "
+                         "`system`, expected `user` or `assistant`", index=n)
+    if profile == "zai":
+        return Violation("OT-1", f"body.messages.{n}.role: Input should be 'user' or 'assistant'", status=422, index=n)
+    if profile == "kimi":
+        return Violation("OT-1", f"{at}.role: Input should be 'user' or 'assistant'", index=n)
+    directive = messages[n].get("content") == []
+    if n == 0 and not directive:
+        return _base(n, f"{at}: use the top-level 'system' parameter for the initial system prompt; the directive-only form "
+                     "(content: [] with output_config) is accepted at any position")
+    after_user = n > 0 and isinstance(messages[n - 1], dict) and messages[n - 1].get("role") == "user"
+    before_assistant = n + 1 == len(messages) or (isinstance(messages[n + 1], dict) and messages[n + 1].get("role") == "assistant")
+    if not directive and not (after_user and before_assistant):
+        return _base(n, f"{at}: a system message must follow a user message and be the last message or precede an assistant message")
+    return None
 
 
 def _message_shape(n: int, message: Any, shift: int, profile: Profile) -> Violation | None:
@@ -556,7 +581,8 @@ def violations(body: Any, *, profile: Profile = "anthropic", state: ServerState 
     messages = body["messages"]
     shift = 1 if isinstance(messages[0], dict) and messages[0].get("role") == "assistant" else 0
     for n, message in enumerate(messages):
-        bad = _message_shape(n, message, shift, profile)
+        system = isinstance(message, dict) and message.get("role") == "system"
+        bad = _system_message(n, messages, shift, profile) if system else _message_shape(n, message, shift, profile)
         if bad is not None:
             return [bad]
     found = [_sequence(messages, shift) or (_opening(messages) if user_first else None), _thinking(body, messages, shift)]

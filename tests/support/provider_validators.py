@@ -17,7 +17,8 @@ Ordering (the first violation is what the provider answers):
 Judgement calls (the catalogue leaves them open):
 
 * Skips: ``S12`` is enforced only by gemini (as GE-3); ``VL-2`` (arguments must be a JSON *object*) only by
-  vllm; ``OAI-8`` (id <= 40 chars, E-ID-40) only by openai.  Rules a provider replaces with its own check are
+  vllm; ``OAI-8`` (id <= 40 chars, E-ID-40) only by openai; ``S9`` (tool content an array of text parts) only by
+  mistral, groq and vllm (MI-9, GR-2: OpenAI takes the parts, OAI-10).  Rules a provider replaces with its own check are
   skipped too (mistral's MI-1/MI-2/MI-3 replace OAI-1/OAI-2/S5; GE-6, OL-1 and XA-1 replace OAI-9).
 * DeepSeek thinking mode (DS-3) is on when ``body["thinking"] == {"type": "enabled"}``, off when it is
   ``{"type": "disabled"}``, and otherwise on when the model name contains ``reasoner`` or ``thinking``
@@ -696,6 +697,12 @@ def _vl4_content_key(ctx: _Ctx) -> list[Violation]:
             for n, msg in _dicts(ctx.messages) if "content" not in msg]
 
 
+def _ot1_system_first(ctx: _Ctx) -> list[Violation]:
+    """OT-1: Qwen's and other chat templates take a system message only first (the template's own text)."""
+    return [Violation("OT-1", "System message must be at the beginning.", f"messages[{n}].role", n, None)
+            for n, msg in _dicts(ctx.messages) if n > 0 and msg.get("role") == "system"]
+
+
 def _vllm_translate(v: Violation, ctx: _Ctx) -> Violation | None:
     """VL-1: unparsable arguments (``json.loads``'s message); ``""`` is turned into ``{}`` and accepted."""
     if v.rule == "S7":
@@ -722,9 +729,11 @@ class _Profile:
 
 
 _NOT_UNIVERSAL = frozenset({"S12", "VL-2", "OAI-8"})
+#: S9 (tool content an array of text parts) is refused by Groq, Mistral and vLLM only (GR-2, MI-9); OpenAI takes it (OAI-10).
+_TEXT_PARTS = frozenset({"S9"})
 
 _PROFILES: dict[str, _Profile] = {
-    "openai": _Profile(skip=frozenset({"S12", "VL-2"})),
+    "openai": _Profile(skip=frozenset({"S12", "VL-2"}) | _TEXT_PARTS),
     "mistral": _Profile(
         skip=_NOT_UNIVERSAL | {"OAI-1", "OAI-2", "S5"},
         schema=(_mi7_closed_schema,),
@@ -732,16 +741,17 @@ _PROFILES: dict[str, _Profile] = {
         sequence=(_mi1_role_order, _mi2_mi3_counting, _mi5_last_role),
         translate=_mistral_translate,
     ),
-    "deepseek": _Profile(skip=_NOT_UNIVERSAL, shape=(_ds3_reasoning_content,), translate=_deepseek_translate),
-    "anthropic": _Profile(skip=_NOT_UNIVERSAL, schema=(_an6_tool_call_keys,), shape=(_an4_empty_text,),
+    "deepseek": _Profile(skip=_NOT_UNIVERSAL | _TEXT_PARTS, shape=(_ds3_reasoning_content,), translate=_deepseek_translate),
+    "anthropic": _Profile(skip=_NOT_UNIVERSAL | _TEXT_PARTS, schema=(_an6_tool_call_keys,), shape=(_an4_empty_text,),
                           translate=_anthropic_translate),
-    "gemini": _Profile(skip=frozenset({"VL-2", "OAI-8", "OAI-9"}), schema=(_ge6_null_content,),
+    "gemini": _Profile(skip=frozenset({"VL-2", "OAI-8", "OAI-9"}) | _TEXT_PARTS, schema=(_ge6_null_content,),
                        shape=(_ge4_thought_signature,), translate=_gemini_translate),
-    "ollama": _Profile(skip=_NOT_UNIVERSAL | {"OAI-9"}, schema=(_ol1_nil_content,)),
-    "xai": _Profile(skip=_NOT_UNIVERSAL | {"OAI-9"}, shape=(_xa1_content_element,), translate=_xai_translate),
+    "ollama": _Profile(skip=_NOT_UNIVERSAL | _TEXT_PARTS | {"OAI-9"}, schema=(_ol1_nil_content,)),
+    "xai": _Profile(skip=_NOT_UNIVERSAL | _TEXT_PARTS | {"OAI-9"}, shape=(_xa1_content_element,), translate=_xai_translate),
     "groq": _Profile(skip=_NOT_UNIVERSAL, schema=(_gr1_closed_schema, _gr2_string_content),
                      translate=_groq_translate),
-    "vllm": _Profile(skip=frozenset({"S12", "OAI-8"}), schema=(_vl4_content_key,), translate=_vllm_translate),
+    "vllm": _Profile(skip=frozenset({"S12", "OAI-8"}), schema=(_vl4_content_key,), sequence=(_ot1_system_first,),
+                     translate=_vllm_translate),
 }
 
 

@@ -107,16 +107,14 @@ def _run_in(items: list[Any], run: list[dict[str, Any]]) -> bool:
     return any(items[start:start + len(run)] == run for start in range(len(items) - len(run) + 1))
 
 
-def arrived_as_emitted(received: Received, emitted: Iterable[list[dict[str, Any]]], *, ids: bool = True, exact_bytes: bool = True) -> None:
+def arrived_as_emitted(received: Received, emitted: Iterable[list[dict[str, Any]]], *, exact_bytes: bool = True) -> None:
     """Every emitted output list (reasoning, then its calls) stands in ``received``'s input as one run of items,
-    each equal to what the upstream emitted (without its ``id`` when ``ids`` is False: a ``store: false``
-    request carries none), and, with ``exact_bytes``, each item's own encoding is in the received bytes:
-    nothing was re-encoded (the upstream encodes with orjson, as toolmend does)."""
+    each equal to what the upstream emitted, and, with ``exact_bytes``, each item's own encoding is in the received
+    bytes: nothing was re-encoded (the upstream encodes with orjson, as toolmend does)."""
     items = received.json["input"]
     for output in emitted:
-        expected = [item if ids else {key: value for key, value in item.items() if key != "id"} for item in output]
-        assert _run_in(items, expected), f"emitted items not found in order in the request: {[item.get('id') for item in output]}"
-        for item in expected if exact_bytes else ():
+        assert _run_in(items, output), f"emitted items not found in order in the request: {[item.get('id') for item in output]}"
+        for item in output if exact_bytes else ():
             assert orjson.dumps(item) in received.body_bytes, f"{item.get('type')} {item.get('call_id', item.get('id'))} was re-encoded"
 
 

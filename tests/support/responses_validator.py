@@ -18,7 +18,8 @@ Ordering (what :func:`first_violation` reports), like a server that validates th
 checks the sequence; inside each phase in ``input`` order:
 
     shape     RS-14 id/call_id > 64, RS-13 id characters, RS-12 id prefix, RS-15 output without call_id
-    lookup    RS-10 unknown previous_response_id; RS-7 (404) any server id under store:false, RS-8 (404) unknown
+    lookup    RS-10 unknown previous_response_id; RS-7 (404) under store:false, an id the server must look up (an
+              ``item_reference``, reasoning without ``encrypted_content``; an item carrying its content is taken), RS-8 (404) unknown
               id, RS-9 duplicate id (twice in input, or already in the previous response's history); then RS-11
               encrypted content the server did not mint for the request's key (when it verifies it)
     identity  RS-4/RS-5 stored fc_/msg_ item without its reasoning item earlier in the conversation, RS-6 reasoning
@@ -263,8 +264,14 @@ def _rs10_previous(body: dict, state: ServerState) -> Violation | None:
                      "previous_response_not_found")
 
 
+def _looked_up(item: dict) -> bool:
+    """Under ``store: false``: an item whose id the server must look up, having nothing else (RS-7)."""
+    kind = _kind(item)
+    return kind == "item_reference" or (kind == "reasoning" and not item.get("encrypted_content"))
+
+
 def _rs7_not_persisted(n: int, item_id: str) -> Violation:
-    """RS-7 (404): any input item carrying a server id while ``store`` is false."""
+    """RS-7 (404): an item the server must look up (:func:`_looked_up`) while ``store`` is false."""
     return Violation("RS-7", f"Item with id '{item_id}' not found. Items are not persisted when `store` is set to false. "
                      "Try again with `store` set to true, or remove this item from your input.", "input", n)
 
@@ -291,9 +298,10 @@ def _lookups(body: dict, state: ServerState) -> list[Violation]:
         item_id = _server_id(item) if isinstance(item, dict) else None
         if item_id is None:
             continue
-        if body.get("store") is False:
+        unstored = body.get("store") is False
+        if unstored and _looked_up(item):
             out.append(_rs7_not_persisted(n, item_id))
-        elif item_id not in state.items:
+        elif not unstored and item_id not in state.items:
             out.append(_rs8_not_found(n, item_id))
         elif item_id in seen:
             out.append(_rs9_duplicate(n, item_id))

@@ -1,16 +1,22 @@
-"""What the tests of an upstream refusal toolmend retries once share (AM-14 for Messages, RS-11 for Responses): respx
-as the upstream, a route answering a script of responses in turn, and the bodies it received.
+"""What the tests of an upstream refusal toolmend retries once share (AM-14 for Messages, RS-11 and RS-8 for
+Responses): respx as the upstream, a route answering a script of responses in turn, the bodies it received, and the
+body the request path would send again.
 
 ``upstream`` is a fixture: a test module that uses it imports it by name."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 import respx
 
+from proxy.dialects.dialect import ListHistory, retry
+from proxy.dialects.refusal import Leaving, chosen, read
+from proxy.repair import Policy, Profile
 from tests.support.proxy_fixtures import UPSTREAM
 
 
@@ -28,3 +34,15 @@ def scripted(upstream: respx.MockRouter, path: str, *answers: httpx.Response) ->
 def sent(route: respx.Route) -> list[bytes]:
     """The bodies the route received, in order, as bytes."""
     return [call.request.content for call in route.calls]
+
+
+def retry_of(dialect: ListHistory, status: int, error: bytes, sent: dict[str, Any], profile: Profile,
+             policy: Policy) -> tuple[bytes, Counter[str]] | None:
+    """What the request path sends once more after ``dialect``'s upstream answered ``status`` with the body ``error``
+    to ``sent``, memory knowing nothing (``None``: the answer goes to the client)."""
+    refusal = read(status, error) if dialect.retries(status, policy) else None
+    fix = dialect.fix_for(refusal, policy) if refusal is not None else None
+    if fix is None or refusal is None:
+        return None
+    leaving = chosen(refusal, fix.blobs.carried(sent), frozenset()) if fix.blobs is not None else Leaving(refusal=refusal)
+    return retry(fix, sent, profile, policy, leaving)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy.memory.groupcommit import GroupCommitStore
+from proxy.memory.refusals import refused_among, remember_refused
 from proxy.turns import make_turn
 
 
@@ -36,6 +37,12 @@ class Backend:
 
 
 class StoreContract:
+    async def test_what_the_upstream_refused_is_seen_by_every_process_of_its_tenant_only(self, backend: Backend) -> None:
+        writer, reader = backend.open(), backend.open()
+        await remember_refused(writer, "tenant-a/messages", "messages", ["d1", "d2"])
+        assert await refused_among(reader, "tenant-a/messages", ["d1", "d3"]) == {"d1"}
+        assert await refused_among(reader, "tenant-b/messages", ["d1", "d2"]) == frozenset()
+
     async def test_recall_by_any_call_id_of_a_turn_in_another_process_once_remember_returns(self, backend: Backend) -> None:
         writer, reader = backend.open(), backend.open()  # two stores on one location: two processes
         await writer.remember("t", [turn("call_1", "call_2", "call_3", content="text", arguments='{"a": 1}')])

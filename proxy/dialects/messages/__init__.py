@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from proxy.dialects.dialect import ListHistory, RefusalFix, rejection
+from proxy.dialects.dialect import Blobs, ListHistory, RefusalFix, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
@@ -35,7 +35,8 @@ class MessagesDialect(ListHistory):
     history_key = "messages"
     capture = CAPTURE
     #: A 400 refusing a thinking signature (AM-14): sent once more without its thinking (TM513).
-    refusal_fix = RefusalFix(refused_signature.refused, retried)
+    refusal_fixes = (RefusalFix(refused_signature.refused, retried,
+                                Blobs(refused_signature.carried, refused_signature.recall_keys, refused_signature.minted)),)
     error = staticmethod(anthropic_error)
 
     def profile(self, name: str) -> Profile:

@@ -19,7 +19,7 @@ from typing import Any
 
 from proxy.dialects.ids import all_id_characters
 from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
-from proxy.dialects.messages.rules import altered_thinking, empty_text, empty_thinking, thinking, unsigned_thinking
+from proxy.dialects.messages.rules import altered_thinking, empty_text, empty_thinking, system_message, thinking, unsigned_thinking
 from proxy.dialects.messages.view import blocks_of
 from proxy.repair.profiles import Profile
 
@@ -45,6 +45,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     if type(messages) is not list:
         return found
     strips_unsigned = unsigned_thinking in profile.rules
+    folds_system = system_message in profile.rules
     mark = found.marked.add
     broken = False
     declared: set[str] = set()
@@ -99,8 +100,9 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     mark(position)
                 if kind == "thinking":
                     signature = block.get("signature")
-                    if (not thinking_first or block.get("thinking") == ""  # TM509, TM505
-                            or (strips_unsigned and (type(signature) is not str or not signature))):  # TM506
+                    unsigned = type(signature) is not str or not signature
+                    # TM509; TM505 (empty and unsigned: a signed empty block is valid), TM506
+                    if not thinking_first or (unsigned and (block.get("thinking") == "" or strips_unsigned)):
                         broken = True
                         mark(position)
                 elif kind == "redacted_thinking":
@@ -118,6 +120,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 mark(position)
             continue
         if role != "user":
+            broken = broken or (folds_system and role == "system")  # TM514
             continue
         if kind_of_content is str:
             broken = broken or bool(waiting)  # AM-1 / AM-2: text where results belong
@@ -215,11 +218,9 @@ def may_change(message: Any, strips_unsigned: bool) -> bool:
             if not thinking_first:
                 return True  # TM509
             if kind == "thinking":
-                if block.get("thinking") == "":
-                    return True  # TM505 (empty_thinking.is_empty_thinking)
                 signature = block.get("signature")
-                if strips_unsigned and (type(signature) is not str or not signature):
-                    return True  # TM506 (unsigned_thinking.is_unsigned)
+                if (type(signature) is not str or not signature) and (block.get("thinking") == "" or strips_unsigned):
+                    return True  # TM505 (empty_thinking.is_empty_thinking), TM506 (unsigned_thinking.is_unsigned)
     last = content[-1] if content else None
     return assistant and type(last) is dict and last.get("type") in _THINKING  # TM507
 

@@ -25,6 +25,7 @@ from proxy.dialects.messages.rules import (
     altered_thinking,
     leading_assistant,
     refused_signature,
+    system_message,
     thinking,
     thinking_required,
     tool_use_id,
@@ -32,7 +33,8 @@ from proxy.dialects.messages.rules import (
 )
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
-from proxy.repair.context import Context, Recalled
+from proxy.dialects.refusal import EVERY, Leaving, Refusing
+from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
@@ -73,16 +75,20 @@ class MessagesPlan:
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
-        return Result(thinking.sent(self.body, ctx.messages, ctx.findings), tuple(ctx.findings))
+        body = thinking.sent(self.body, ctx.messages, ctx.findings)
+        if ctx.system is not None:  # TM514 folded system messages into it
+            body["system"] = ctx.system
+        return Result(body, tuple(ctx.findings))
 
 
     def _pending(self, messages: list[Any], view: View) -> list[int] | None:
         """The positions of the written messages a Messages rule may change: the client's own that the check
         marked, and those the view rebuilt that ``may_change`` says so of. None (every message) when the profile
-        brings rules ``may_change`` does not know."""
-        if self.marked is None or any(rule is not unsigned_thinking for rule in self.profile.rules):
+        brings rules ``may_change`` does not know (TM514 edits none: it removes system messages, which the view
+        never rebuilds)."""
+        if self.marked is None or any(rule is not unsigned_thinking and rule is not system_message for rule in self.profile.rules):
             return None
-        strips_unsigned = bool(self.profile.rules)
+        strips_unsigned = unsigned_thinking in self.profile.rules
         marked = self.marked
         pending: list[int] = []
         for position, index in enumerate(view.placed):
@@ -109,14 +115,15 @@ def _client_tools(tools: Any) -> list[dict[str, Any]]:
 RETRY_RULES: tuple[RepairRule, ...] = (refused_signature, thinking_required)
 
 
-def retried(body: dict[str, Any], profile: Profile, policy: Policy) -> Result | None:
+def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving = EVERY) -> Result | None:
     """The body to send once more after the upstream refused a thinking signature in ``body`` (what was sent: the
     repaired body, or the client's), with the findings; None when there was no thinking to remove, or under thinking
     policy ``reject`` (the refusal then goes to the client)."""
     messages = body.get("messages")
     if policy.thinking != "drop" or type(messages) is not list:
         return None
-    ctx = Context(list(messages), None, {}, policy, profile, request=body)
+    ctx = Refusing(list(messages), None, {}, policy, profile, request=body)
+    ctx.leaving = leaving
     if refused(ctx, RETRY_RULES) or not any(finding.code == refused_signature.RULE.code for finding in ctx.findings):
         return None
     return Result(thinking.sent(body, ctx.messages, ctx.findings), tuple(ctx.findings))

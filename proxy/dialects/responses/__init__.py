@@ -5,18 +5,19 @@
 and writes it back, ``check.py`` is the fast path, ``plan.py`` runs the structural rules and then the
 Responses rules of ``rules/``; ``profiles.py`` says where outputs must stand. Errors are OpenAI's. A 400 saying the
 encrypted content of some reasoning could not be verified (RS-11) is answered by sending the request again without
-its reasoning (``rules/refused_reasoning.py``, ``plan.retried``), under thinking policy ``drop``.
+its reasoning (``rules/refused_reasoning.py``, ``plan.retried``), under thinking policy ``drop``; a 404 naming an item
+id the server does not know (RS-8), without that item or its id (``rules/unknown_item.py``).
 """
 
 from typing import Any
 
 from starlette.responses import Response
 
-from proxy.dialects.dialect import ListHistory, RefusalFix, rejection
+from proxy.dialects.dialect import Blobs, ListHistory, RefusalFix, rejection
 from proxy.dialects.responses.capture import CAPTURE
-from proxy.dialects.responses.plan import ResponsesPlan, plan, retried
+from proxy.dialects.responses.plan import ResponsesPlan, plan, retried, retried_unknown
 from proxy.dialects.responses.profiles import responses_profile
-from proxy.dialects.responses.rules import refused_reasoning
+from proxy.dialects.responses.rules import refused_reasoning, unknown_item
 from proxy.errors import error_response
 from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
@@ -28,7 +29,10 @@ class ResponsesDialect(ListHistory):
     history_key = "input"
     capture = CAPTURE
     #: A 400 saying encrypted content could not be verified (RS-11): sent once more without that reasoning (TM408).
-    refusal_fix = RefusalFix(refused_reasoning.refused, retried)
+    #: A 404 naming an item id the server does not know (RS-8): sent once more without that item, or its id (TM409).
+    refusal_fixes = (RefusalFix(refused_reasoning.refused, retried,
+                                Blobs(refused_reasoning.carried, refused_reasoning.recall_keys, refused_reasoning.minted)),
+                     RefusalFix(unknown_item.refused, retried_unknown, status=unknown_item.STATUS))
     error = staticmethod(error_response)
 
     def profile(self, name: str) -> Profile:

@@ -62,8 +62,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             continue  # not ours to judge (a ``type`` that is a list or an object too): forwarded as sent
         key = item.get("id", _MISSING)
         if key is not _MISSING:
-            if type(key) is not str or store_off:
-                broken = True  # TM404 (RS-12), TM407 (RS-7)
+            if type(key) is not str:
+                broken = True  # TM404 (RS-12); under store: false an id on an item that carries its content is taken
             elif kind == "item_reference":
                 referenced.append(key)
                 if key.startswith("msg_"):  # TM405 (RS-5): a message is recalled by its id; was its reasoning left out?

@@ -8,7 +8,8 @@ position of the item as the client sent it.
 
 ``retried`` answers the upstream rather than the client: when it could not verify the encrypted content of some
 reasoning (RS-11), what was sent goes through TM408, TM405 and TM406 (``RETRY_RULES``) to be sent once more; its
-findings name positions in that body.
+findings name positions in that body. ``retried_unknown`` does the same with TM409 for an item id it did not know
+(RS-8).
 """
 
 from dataclasses import dataclass
@@ -16,9 +17,17 @@ from functools import partial
 from typing import Any
 
 from proxy.dialects.dialect import viewed
+from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.dialects.responses.check import inspect
 from proxy.dialects.responses.items import call_id_of, is_call, is_output
-from proxy.dialects.responses.rules import AFTER_VIEW, dangling_reasoning, previous_response_items, reasoning_required, refused_reasoning
+from proxy.dialects.responses.rules import (
+    AFTER_VIEW,
+    dangling_reasoning,
+    previous_response_items,
+    reasoning_required,
+    refused_reasoning,
+    unknown_item,
+)
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import is_reasoning, marks, read, view_turn, write
 from proxy.repair.context import Context, Recalled
@@ -85,15 +94,35 @@ def _as_sent(origin: dict[int, int], items: list[Any], resent: Context) -> dict[
 RETRY_RULES: tuple[RepairRule, ...] = (refused_reasoning, reasoning_required, dangling_reasoning)
 
 
-def retried(body: dict[str, Any], profile: Profile, policy: Policy) -> Result | None:
+def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving = EVERY) -> Result | None:
     """The body to send once more after the upstream could not verify encrypted content in ``body`` (what was sent:
-    the repaired body, or the client's), with the findings; None when there was no reasoning with encrypted content to
-    remove, or under thinking policy ``reject`` (the refusal then goes to the client)."""
-    items = body.get("input")
-    if policy.thinking != "drop" or type(items) is not list:
+    the repaired body, or the client's), with what ``leaving`` says left out (every such reasoning, or some), and the
+    findings; None when there was no reasoning with encrypted content to remove, or under thinking policy ``reject``
+    (the refusal then goes to the client)."""
+    if policy.thinking != "drop":
         return None
-    ctx = Context(list(items), body.get("tools"), refused_reasoning.made_with(items), policy, profile, request=body)
-    if refused(ctx, RETRY_RULES) or not any(finding.code == refused_reasoning.RULE.code for finding in ctx.findings):
+    return _retried(body, profile, policy, leaving, RETRY_RULES)
+
+
+#: What a body the upstream answered 404 for an item id it does not know (RS-8) goes through: TM409 drops that item or
+#: its id, then TM405 and TM406 as for TM408.
+UNKNOWN_RULES: tuple[RepairRule, ...] = (unknown_item, reasoning_required, dangling_reasoning)
+
+
+def retried_unknown(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving) -> Result | None:
+    """The body to send once more after the upstream did not know an item id of ``body`` (``leaving.refusal`` names
+    it), with the findings; None when no item has that id."""
+    return _retried(body, profile, policy, leaving, UNKNOWN_RULES)
+
+
+def _retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving, rules: tuple[RepairRule, ...]) -> Result | None:
+    """``body`` through ``rules`` (the first one answering the refusal), when that one changed something."""
+    items = body.get("input")
+    if type(items) is not list:
+        return None
+    ctx = Refusing(list(items), body.get("tools"), refused_reasoning.made_with(items), policy, profile, request=body)
+    ctx.leaving = leaving
+    if refused(ctx, rules) or not any(finding.code == rules[0].RULE.code for finding in ctx.findings):
         return None
     return Result({**body, "input": ctx.messages}, tuple(ctx.findings))
 

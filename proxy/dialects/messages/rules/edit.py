@@ -34,9 +34,11 @@ _CONTENT = (str, list)
 
 class Pending(Context):
     """A repair context that knows which messages the Messages rules may change: ``pending`` holds their
-    positions in ``messages``, ascending (None: any message). ``rewrite`` keeps it true as messages are removed."""
+    positions in ``messages``, ascending (None: any message). ``rewrite`` and ``remove`` keep it true as messages are
+    removed. ``system`` is the request's top-level ``system`` as a rule made it (TM514), None while it is as sent."""
 
     pending: list[int] | None = None
+    system: Any = None
 
 
 def blocks(message: Any) -> list[Any]:
@@ -90,8 +92,13 @@ def rewrite(ctx: Context, rule: Rule, edit: Callable[[int, dict[str, Any]], Chan
         else:
             ctx.report(rule, message, "removed", f"{change.detail}; the {message['role']} message was left empty and removed", position)
             removed.add(position)
+    remove(ctx, removed)
+
+
+def remove(ctx: Context, removed: set[int]) -> None:
+    """Remove the messages at positions ``removed``, keeping the pending positions true."""
     if removed:
-        messages[:] = [message for position, message in enumerate(messages) if position not in removed]
+        ctx.messages[:] = [message for position, message in enumerate(ctx.messages) if position not in removed]
         if isinstance(ctx, Pending) and ctx.pending is not None:
             ctx.pending = _shifted(ctx.pending, removed)
 

@@ -18,8 +18,9 @@ from proxy.dialects.responses.rules import (
 )
 from proxy.repair.rule import RepairRule
 
-#: Every Responses rule, as the catalogue lists them. TM408 (``refused_reasoning.py``) runs on no request as the
-#: client sent it, only on the upstream's refusal of encrypted content it could not verify (``plan.retried``).
+#: Every Responses rule, as the catalogue lists them. TM408 (``refused_reasoning.py``) and TM409 (``unknown_item.py``)
+#: run on no request as the client sent it, only on the upstream's refusal of encrypted content it could not verify
+#: (``plan.retried``) or of an item id it does not know (``plan.retried_unknown``).
 ITEM_RULES: tuple[RepairRule, ...] = (
     previous_response_items,
     previous_response_unanswered,

@@ -14,6 +14,13 @@ goes (TM406), and what was sent goes once more to the same upstream; nothing els
 relayed, since leaving out reasoning would not cure it. A second refusal, like any other answer, reaches the client as
 the upstream sent it; under ``reject`` the first does. Answers RS-11.
 
+The refusal is recognised in every shape it reaches a client in (``proxy/dialects/refusal.py``: OpenRouter's quoted
+body, a stream whose first event is ``response.failed`` with it). Where memory captured some of the reasoning for this
+tenant (the credential in use minted it), the retry leaves out only the rest, when there is a rest. What the retry
+left out is remembered when the retry is accepted (by digest, never the blob), and a later request of the tenant that
+still carries it has it removed before it is sent, with this code and a detail saying the upstream refused it before:
+a resumed session pays one refused round trip, not one per request.
+
 Bad:
     {"type": "compaction", "encrypted_content": "gAAAcmp"}
     {"role": "user", "content": "Weather in Paris and the time?"}
@@ -37,9 +44,10 @@ Good:
 """
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from proxy.dialects.refusal import error_object
+from proxy.dialects.refusal import STATUS, Refusal, leaving
 from proxy.dialects.responses.items import recall_key
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -49,7 +57,7 @@ RULE = Rule("TM408", "refused-reasoning", ("RS-11",))
 
 #: Its error code.
 CODE = "invalid_encrypted_content"
-#: What both wordings of its message say (compared in lower case), for an error that comes without the code.
+#: What both wordings of its message say (``Refusal.says`` compares in lower case), for an error without the code.
 SAYS = ("encrypted content", "could not be verified")
 #: The item a refusal names, in the wording that names one.
 _NAMED = re.compile(r"for item ([A-Za-z0-9_-]+)")
@@ -57,24 +65,35 @@ _NAMED = re.compile(r"for item ([A-Za-z0-9_-]+)")
 COMPACTION_PREFIX = "cmp_"
 
 
-def refused(status: int, error: bytes) -> bool:
-    """Whether an upstream's answer is this refusal: status 400, and an OpenAI error whose ``error.code`` is
-    ``invalid_encrypted_content`` or whose ``error.message`` says the encrypted content could not be verified, not
-    naming a compaction item."""
-    detail = error_object(status, error)
-    if detail is None:
+def refused(refusal: Refusal) -> bool:
+    """Whether an upstream's refusal is this one: status 400, and an OpenAI error whose code is
+    ``invalid_encrypted_content`` or whose message says the encrypted content could not be verified, not naming a
+    compaction item."""
+    if refusal.status != STATUS or not (CODE in refusal.codes or refusal.says(*SAYS)):
         return False
-    message = detail.get("message")
-    said = type(message) is str and all(words in message.lower() for words in SAYS)
-    if not said and detail.get("code") != CODE:
-        return False
-    named = _NAMED.search(message) if type(message) is str else None
-    return named is None or not named.group(1).startswith(COMPACTION_PREFIX)
+    return not any(named.group(1).startswith(COMPACTION_PREFIX) for message in refusal.messages for named in _NAMED.finditer(message))
 
 
 def refusable(item: Any) -> bool:
     """A reasoning item that carries encrypted content (what the server verifies). Not a ``compaction`` item."""
     return type(item) is dict and item.get("type") == "reasoning" and bool(item.get("encrypted_content"))
+
+
+def carried(body: dict[str, Any]) -> list[Any]:
+    """The encrypted content of every reasoning item of the body's input that carries some."""
+    items = body.get("input")
+    return [item["encrypted_content"] for item in items if refusable(item)] if type(items) is list else []
+
+
+def recall_keys(body: dict[str, Any]) -> list[str]:
+    """The ids the turns that may hold that reasoning are remembered by: those of the calls and messages it produced."""
+    items = body.get("input")
+    return [key for item in items if (key := recall_key(item)) is not None] if type(items) is list else []
+
+
+def minted(turn: Turn) -> Iterable[Any]:
+    """The encrypted content of the reasoning of a remembered turn."""
+    return (item["encrypted_content"] for item in turn.get("items", ()) if refusable(item))
 
 
 def made_with(items: list[Any]) -> dict[str, Turn]:
@@ -86,11 +105,12 @@ def made_with(items: list[Any]) -> dict[str, Turn]:
 
 
 def apply(ctx: Context) -> None:
+    leave = leaving(ctx)
+    why = "the upstream refused its encrypted content before" if leave.remembered else "the upstream could not verify its encrypted content"
     kept = []
     for item in ctx.messages:
-        if refusable(item):
-            ctx.report(RULE, item, "removed", f"reasoning {item.get('id', '')} dropped: the upstream could not verify its encrypted "
-                                              "content".replace("  ", " "))
+        if refusable(item) and leave.leaves(item["encrypted_content"]):
+            ctx.report(RULE, item, "removed", f"reasoning {item.get('id', '')} dropped: {why}".replace("  ", " "))
         else:
             kept.append(item)
     ctx.messages[:] = kept
