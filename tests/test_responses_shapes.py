@@ -129,7 +129,7 @@ def test_a_reference_to_a_message_whose_reasoning_is_gone_keeps_the_turn() -> No
     kept_by_id = repaired({**body, "input": [USER, answer, more]}, memory)  # the message itself, by its msg_ id
     assert kept_by_id.body["input"] == [USER, without_id(answer), more] and violations(kept_by_id.body, state) == []
     whole = {**body, "input": [USER, {"type": "item_reference", "id": "rs_1"}, {"type": "item_reference", "id": "msg_1"}, more]}
-    assert violations(whole, state) == [] and repaired(whole, memory).findings == ()
+    assert violations(whole, state) == [] and RESPONSES.plan(whole, OPENAI) is None  # its reasoning referenced before it
 
 
 FAKE_RS = {"type": "reasoning", "id": "rs_made_up", "summary": [{"type": "summary_text", "text": "Calling the tool."}]}

@@ -121,7 +121,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             broken = True  # TM407
         # What the model made after a reasoning item, across messages, was made with it (TM405): only an item it does
         # not make ends the run (dangling_reasoning.produced_by_model, for an item that is neither call nor output).
-        reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
+        if kind == "item_reference":  # it may name reasoning (what follows was made with it), or what reasoning made
+            reasoned = reasoned or (type(key) is str and key.startswith("rs_"))
+        else:
+            reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
     ids = named + referenced if referenced else named
     found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
                     or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103
