@@ -129,23 +129,26 @@ def test_a_reference_to_a_message_whose_reasoning_is_gone_keeps_the_turn() -> No
     kept_by_id = repaired({**body, "input": [USER, answer, more]}, memory)  # the message itself, by its msg_ id
     assert kept_by_id.body["input"] == [USER, without_id(answer), more] and violations(kept_by_id.body, state) == []
     whole = {**body, "input": [USER, {"type": "item_reference", "id": "rs_1"}, {"type": "item_reference", "id": "msg_1"}, more]}
-    assert violations(whole, state) == [] and repaired(whole, memory).findings == ()
+    assert violations(whole, state) == [] and RESPONSES.plan(whole, OPENAI) is None  # its reasoning referenced before it
 
 
 FAKE_RS = {"type": "reasoning", "id": "rs_made_up", "summary": [{"type": "summary_text", "text": "Calling the tool."}]}
 
 
 def test_ids_memory_knows_the_server_never_issued_are_left_out() -> None:
-    """RS-8: a reasoning item a converter made up in front of a call memory holds (made with no reasoning, or with
+    """RS-8: a reasoning item a converter made up in front of calls memory holds (made with no reasoning, or with
     another), and a made-up ``fc_`` id for a remembered call, would be looked up and not found (404)."""
-    for output in ([FC_1], [RS_1, FC_1]):  # a model that did not reason, or one whose reasoning the filter lost
+    for output in ([FC_1, FC_2], [RS_1, FC_1, FC_2]):  # a model that did not reason, or one whose reasoning a filter lost
         state, memory = answered(*output)
-        body = {"model": "gpt-5", "input": [USER, FAKE_RS, FC_1, out("call_1")]}
+        body = {"model": "gpt-5", "input": [USER, FAKE_RS, FC_1, FC_2, out("call_1")]}  # call_2 was interrupted
         assert violations(body, state)[0].rule == "RS-8"
         result = repaired(body, memory)
-        assert result.body["input"][:2] == [USER, FC_1 if output == [FC_1] else without_id(FC_1)]
-        assert [f.code for f in result.findings] == ["TM410"] + (["TM405"] if len(output) == 2 else [])
+        calls = [FC_1, FC_2] if len(output) == 2 else [without_id(FC_1), without_id(FC_2)]
+        assert result.body["input"][:3] == [USER, *calls]
+        assert [f.code for f in result.findings] == ["TM104", "TM410"] + (["TM405", "TM405"] if len(output) == 3 else [])
         assert violations(result.body, state) == []
+    # Nothing else wrong: a valid-looking input is not made to wait for the store; the upstream's 404 answers it (TM409).
+    assert RESPONSES.plan({"model": "gpt-5", "input": [USER, FAKE_RS, FC_1, FC_2, out("call_1"), out("call_2")]}, OPENAI) is None
     state, memory = answered(FC_1)
     made_up = {**FC_1, "id": "fc_" + "9" * 24}  # a gateway's id for call_1
     body = {"model": "gpt-5", "input": [USER, made_up, out("call_1")]}

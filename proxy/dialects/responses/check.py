@@ -2,8 +2,8 @@
 
 Most requests are valid and must cost no more than parsing their body. ``inspect`` says whether any rule
 would change the input, and which remembered turns the repair would consult: orphan outputs' calls, calls
-carrying a server id without reasoning before them (only memory knows whether they had some, RS-4) or after reasoning
-that only its id vouches for (only memory knows whether it is theirs, RS-8), references to messages, and the
+carrying a server id without reasoning before them (only memory knows whether they had some, RS-4, or whether the
+server issued that id, RS-8), references to messages, and the
 previous response of a ``previous_response_id`` request (its unanswered calls, the items it already holds).
 Requests that only need a look in memory are planned too; when memory has nothing to add, they go upstream
 as the client's bytes.
@@ -75,9 +75,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
                     broken = True
         if kind == "reasoning":
-            # What follows reasoning need not be looked up (TM405), unless only the server's store vouches for the
-            # reasoning (an id, no encrypted content): a converter may have made it up, which memory can tell (TM410).
-            reasoned = key is _MISSING or bool(item.get("encrypted_content"))
+            reasoned = True
             # dangling_reasoning.produced_by_model of the next item
             following = items[position + 1] if position < last else None
             if type(following) is not dict:
@@ -123,7 +121,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             broken = True  # TM407
         # What the model made after a reasoning item, across messages, was made with it (TM405): only an item it does
         # not make ends the run (dangling_reasoning.produced_by_model, for an item that is neither call nor output).
-        reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
+        if kind == "item_reference":  # it may name reasoning (what follows was made with it), or what reasoning made
+            reasoned = reasoned or (type(key) is str and key.startswith("rs_"))
+        else:
+            reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
     ids = named + referenced if referenced else named
     found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
                     or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103

@@ -6,12 +6,14 @@ The server looks every input id up and answers 404 for one it never stored (RS-8
 Only where memory can tell is anything changed: a call remembered under its ``call_id`` with another server id loses
 the made-up ``id`` (never its content); a reasoning item right before an item memory holds, which memory says was made
 with no reasoning or with another one, and whose id no remembered turn holds, is dropped (reasoning is never made up,
-so a fabricated one cannot be kept; what the real one produced then follows TM405). An id memory knows nothing of is
-left to the server, and so is every id of a ``store: false`` request, which the server does not look up. Answers RS-8.
+so a fabricated one cannot be kept; what the real one produced then follows TM405). Memory is asked about calls
+without reasoning before them on every request, about what follows reasoning only when the request is repaired
+anyway (a valid-looking input is not made to wait for the store): the upstream's 404 answers the rest (TM409). An id
+memory knows nothing of is left to the server, and so is every id of a ``store: false`` request, which the server
+does not look up. Answers RS-8.
 
 Bad:
     {"role": "user", "content": "Weather?"}
-    {"type": "reasoning", "id": "rs_made_up", "summary": [{"type": "summary_text", "text": "Calling the tool."}]}
     {"type": "function_call", "id": "fc_made_up", "call_id": "call_1", "name": "weather", "arguments": "{}"}
     {"type": "function_call_output", "call_id": "call_1", "output": "18C"}
 Recalled:
