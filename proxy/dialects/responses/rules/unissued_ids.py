@@ -45,7 +45,7 @@ def _held(turn: Turn | None, item: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _issued_elsewhere(item: dict[str, Any], following: Any, ctx: Context, known: set[str]) -> bool:
+def _may_be_issued(item: dict[str, Any], following: Any, ctx: Context, known: set[str]) -> bool:
     """Whether the reasoning ``item`` may be real: memory holds its id, or does not hold what follows it, or says that
     what follows was made with this very reasoning item."""
     if item["id"] in known or type(following) is not dict or "id" not in following:
@@ -53,9 +53,9 @@ def _issued_elsewhere(item: dict[str, Any], following: Any, ctx: Context, known:
     key = recall_key(following)
     turn = ctx.recalled.get(key) if key is not None else None
     held = _held(turn, following)
-    if turn is None or held is None:
+    if turn is None or held is None or type(held.get("id")) is not str:
         return True
-    own = own_reasoning(turn, held.get("id"))
+    own = own_reasoning(turn, held["id"])
     return own is not None and own.get("id") == item["id"]
 
 
@@ -69,7 +69,7 @@ def apply(ctx: Context) -> None:
     for position, item in enumerate(items):
         if is_reasoning(item) and type(item.get("id")) is str:
             following = items[position + 1] if position + 1 < len(items) else None
-            if not _issued_elsewhere(item, following, ctx, known):
+            if not _may_be_issued(item, following, ctx, known):
                 ctx.report(RULE, item, "removed", f"reasoning {item['id']} dropped: memory holds what follows it, made without it")
                 continue
         elif is_call(item) and type(key := item.get("id")) is str:
