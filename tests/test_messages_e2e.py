@@ -308,9 +308,12 @@ def test_a_window_cut_by_trimming_is_repaired_from_memory(upstream: tuple[str, M
     refusals = refused_directly(upstream[0], rec, AM4, **request(window, thinking=MANUAL))
     final = ask(client, "create", **request(window, thinking=MANUAL))
     assert text_of(final) == "Received 2 tool results."
-    assert (wire.last.headers["x-toolmend-repairs"], wire.last.headers["x-toolmend-calls"]) == ("TM101=1", "recalled=2,synthesized=0")
-    # The lost turn goes back right before its results, as the upstream emitted it; everything else as the client sent it.
-    assert rec.last.json["messages"] == [*summary, assistant(rec.emitted_turns[lost]), *history[start:]]
+    # The lost turn goes back right before its results, as the upstream emitted it; everything else as the client sent
+    # it. When that would open the history with the assistant, a short user message goes first (TM515).
+    opening = [] if summary else [user([{"type": "text", "text": "(earlier conversation omitted)"}])]
+    repairs = "TM101=1" if summary else "TM101=1,TM515=1"
+    assert (wire.last.headers["x-toolmend-repairs"], wire.last.headers["x-toolmend-calls"]) == (repairs, "recalled=2,synthesized=0")
+    assert rec.last.json["messages"] == [*opening, *summary, assistant(rec.emitted_turns[lost]), *history[start:]]
     encoded_as_emitted(rec.last, rec.emitted_turns[lost])
     assert len(rec.rejections) == refusals
 

@@ -145,7 +145,14 @@ VALID = [
 
 @pytest.mark.parametrize("body", VALID)
 def test_valid_histories_need_no_plan(body: dict) -> None:
-    assert MESSAGES.plan(body, ANTHROPIC) is None
+    """No plan, or, when the latest assistant message holds signed thinking and calls, one that only looks up those
+    calls (memory tells whether the client altered that thinking, AM-13) and changes nothing when memory agrees."""
+    planned = MESSAGES.plan(body, ANTHROPIC)
+    latest = next(m for m in reversed(body["messages"]) if m["role"] == "assistant")
+    if planned is not None:
+        assert any(block.get("signature") for block in latest["content"] if isinstance(block, dict))
+        assert planned.recall == [block["id"] for block in latest["content"] if block.get("type") == "tool_use"]
+        assert planned.repair(recalled_by_ids(TURN), DEFAULT).findings == ()
     assert violations(body, state=served()) == []
 
 
@@ -424,3 +431,51 @@ def test_a_refused_id_in_a_well_paired_history_needs_repair(bad: str) -> None:
     result = MESSAGES.plan(body, MESSAGES.profile("anthropic")).repair({}, Policy())
     assert [finding.code for finding in result.findings] == ["TM501", "TM501"]
     assert violations(result.body) == []
+
+
+# --- a window that opens with results of unknown calls ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("remembered", [True, False], ids=["recalled", "synthesized"])
+def test_a_turn_put_back_at_the_start_does_not_open_the_history(remembered: bool) -> None:
+    """A trimmed window opening with a user message of nothing but results: the assistant turn put back in front
+    of it must not become the first message, which a server wanting the user's first refuses."""
+    opening = user(answer("toolu_01A"), answer("toolu_01B"))
+    body = body_of(opening, user(text("And tomorrow?")))
+    turn = {"dialect": "messages", "ids": ["toolu_01A", "toolu_01B"], "message_id": "msg_01", "blocks": [USE_A, USE_B]}
+    result = repaired(body, recalled_by_ids(turn) if remembered else {})
+    assert result is not None
+    sent = result.body["messages"]
+    assert sent[0] == user(text("(earlier conversation omitted)")) and sent[1]["role"] == "assistant" and sent[2] is opening
+    assert [f.code for f in result.findings][-1] == "TM515"
+    assert violations(result.body, user_first=True) == []
+    assert violations({**result.body, "messages": sent[1:]}, user_first=True)[0].message == 'messages: first message must use the "user" role'
+    # A history the client opened with the assistant is its own (Anthropic takes it): no user message is put in front.
+    own = repaired(body_of(assistant(USE_A, USE_B), opening), {})
+    assert own is None or "TM515" not in {f.code for f in own.findings}
+
+
+# --- thinking the client altered (AM-13) -----------------------------------------------------------------------
+
+
+def test_altered_thinking_in_the_latest_message_is_put_back_byte_for_byte() -> None:
+    """The client normalised the whitespace of the latest assistant message's thinking; memory holds the block with
+    that signature as the upstream sent it. Earlier messages, and thinking memory does not hold, stay as sent."""
+    original = {"type": "thinking", "thinking": "Two lookups:\n\n  weather, then time.  \n", "signature": "EqQBCkgIARABGAIiQLsig3"}
+    altered = {**original, "thinking": "Two lookups: weather, then time."}
+    turn = {**TURN, "blocks": [original, REDACTED, SAY, USE_A, USE_B]}
+    earlier = assistant(ALONE, {**USE_B, "id": "toolu_02"})
+    body = body_of(Q, earlier, user(answer("toolu_02")), assistant(altered, REDACTED, SAY, USE_A, USE_B), RESULTS, thinking=MANUAL)
+    state = served(turn["blocks"])
+    assert violations(body, state=state)[0].rule == "AM-13"
+    result = repaired(body, recalled_by_ids(turn, OTHER))
+    assert result is not None and [(f.code, f.index, f.action) for f in result.findings] == [("TM516", 3, "restored")]
+    sent = result.body["messages"]
+    assert sent[3]["content"] == [original, REDACTED, SAY, USE_A, USE_B] and sent[3]["content"][0] is not original  # a copy
+    assert orjson.dumps(sent[3]["content"][0]) == orjson.dumps(original)
+    assert sent[1] is earlier and all(sent[n] is body["messages"][n] for n in (0, 2, 4))
+    assert violations(result.body, state=state) == []
+    # Memory holding other thinking (another signature), or nothing: the request goes as the client sent it.
+    for memory in ({**turn, "blocks": [THINK, USE_A, USE_B]}, None):
+        planned = MESSAGES.plan(body, ANTHROPIC)
+        assert planned is not None and planned.repair(recalled_by_ids(memory) if memory else {}, DEFAULT).findings == ()

@@ -5,6 +5,8 @@ strict scripted reasoning-model upstream (``tests/support/responses_upstream.py`
   asks for JSON, streams with ``create(stream=True)`` or uses ``responses.stream``, stored or ``store: false``:
   every request is accepted, and the upstream gets back exactly the reasoning and call items it emitted.
 * A loop that keeps everything reaches the upstream as the client's bytes.
+* A streamed answer of reasoning, a preamble message and three parallel calls, kept as the message's text and the
+  outputs: the calls come back with their ids and the reasoning they were made with.
 * An interrupted parallel turn, and a ``previous_response_id`` continuation that answers half a parallel turn,
   get a placeholder output of the unanswered call's family.
 * The other ``/v1/responses/...`` routes pass through untouched; refusals are OpenAI errors naming ``input[N]``.
@@ -23,6 +25,7 @@ from typing import Any
 
 import httpx
 import openai
+import orjson
 import pytest
 from agents import Agent, RunConfig, Runner, function_tool, handoff
 from agents.extensions.handoff_filters import remove_all_tools
@@ -43,8 +46,8 @@ from tests.support.responses_agent import (
     run_config,
     without_reasoning,
 )
-from tests.support.responses_upstream import ResponsesRecorder, make_responses_upstream
-from tests.support.strict_upstream import serve
+from tests.support.responses_upstream import PREAMBLE_HEADER, ResponsesRecorder, make_responses_upstream
+from tests.support.strict_upstream import PARALLEL_HEADER, serve
 
 MODEL = "gpt-5.5"
 TOOLS: list[Any] = [
@@ -54,6 +57,7 @@ TOOLS: list[Any] = [
 ]
 TURNS = 3
 ENCRYPTED = ["reasoning.encrypted_content"]
+PREAMBLE = "Let me look these up."
 #: How a client keeps its reasoning: by the stored item's id, or self-contained (asked for, or store: false).
 VARIANTS: dict[str, dict[str, Any]] = {
     "stored-reasoning-by-id": {},
@@ -175,6 +179,28 @@ def test_a_loop_that_keeps_everything_arrives_byte_identical(proxy: str, rec: Re
         history += kept(final, ids=stored)
     assert rec.rejections == [] and len(wire.exchanges) == 4
     assert_untouched(wire, rec)
+
+
+@pytest.mark.parametrize("include", [[], ["reasoning.encrypted_content"]], ids=["reasoning-by-id", "encrypted-reasoning"])
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "create"])
+def test_a_streamed_preamble_and_parallel_calls_kept_as_text_and_outputs(proxy: str, rec: ResponsesRecorder, wire: Wire, mode: Mode,
+                                                                         include: list[str]) -> None:
+    """A reasoning model streams reasoning, an assistant message and three parallel calls (two function calls, one
+    custom tool call); the client keeps the message's text and the outputs. The calls come back with their ``fc_``
+    ids and the reasoning they were made with, as the stream carried it."""
+    client = wire.client(proxy + "/v1", f"sk-preamble-{mode}-{len(include)}")
+    history: list[dict[str, Any]] = [user("Weather in Paris and Tokyo, and patch the file")]
+    answer = ask(client, mode, model=MODEL, input=history, tools=TOOLS, include=include,
+                 extra_headers={PARALLEL_HEADER: "3", PREAMBLE_HEADER: PREAMBLE})
+    emitted = rec.emitted_turns[-1]
+    assert [item["type"] for item in emitted] == ["reasoning", "message", "function_call", "custom_tool_call", "function_call"]
+    history += [{"role": "assistant", "content": answer.output_text}, *outputs_for(answer)]
+    final = ask(client, mode, model=MODEL, input=history, tools=TOOLS, include=include)
+    assert final.output_text == "Received 3 tool outputs." and rec.rejections == []
+    assert wire.last.headers["x-toolmend-repairs"] == "TM101=1"
+    sent = rec.last.json["input"]
+    assert sent[2:6] == [emitted[0], *emitted[2:]]  # the reasoning, then the calls, each as the upstream made it
+    assert all(orjson.dumps(item) in rec.last.body_bytes for item in sent[2:6])
 
 
 def test_a_loop_that_keeps_everything_with_its_custom_tool_first(proxy: str, rec: ResponsesRecorder, wire: Wire) -> None:

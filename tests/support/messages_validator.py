@@ -17,7 +17,8 @@ Order (what :func:`check` reports first), like a server that validates the schem
     2. shape, in message and block order: BASE, AM-18, AM-15, AM-7, AM-8, AM-16, AM-17 (a request with a
        shape violation is not checked further, as a schema validator stops before the semantic checks);
     3. sequence, in message order: AM-6, AM-10, AM-12, AM-3 / AM-1 / AM-2 (at the assistant), AM-4, AM-5
-       (at the tool result);
+       (at the tool result); then, for a server that asks for it (``user_first``), BASE: a first message that is
+       the assistant's;
     4. thinking mode: AM-9 (manual ``type: "enabled"`` only), AM-11;
     5. signatures, given a :class:`ServerState` of what the server minted: AM-14, AM-13.
 
@@ -435,6 +436,15 @@ def _sequence(messages: list[dict[str, Any]], shift: int) -> Violation | None:
 # --------------------------------------------------------------------------------------------------
 
 
+def _opening(messages: list[dict[str, Any]]) -> Violation | None:
+    """BASE, for a server that wants the user's message first: a history whose first message is the assistant's,
+    when the sequence is otherwise sound (the text reported by toolmend's users for a repaired window; the live AM-3
+    recording shows Anthropic itself taking an assistant first, so only ``user_first`` asks for it)."""
+    if messages[0]["role"] == "assistant":
+        return _base(None, 'messages: first message must use the "user" role')
+    return None
+
+
 def _thinking_mode(body: dict[str, Any]) -> str:
     """``enabled`` (manual, with a budget), ``adaptive``, or ``disabled`` (absent too)."""
     thinking = body.get("thinking")
@@ -555,12 +565,14 @@ def _signatures(body: dict[str, Any], messages: list[dict[str, Any]], shift: int
 # --------------------------------------------------------------------------------------------------
 
 
-def violations(body: Any, *, profile: Profile = "anthropic", state: ServerState | None = None, count_tokens: bool = False) -> list[Violation]:
+def violations(body: Any, *, profile: Profile = "anthropic", state: ServerState | None = None, count_tokens: bool = False,
+               user_first: bool = False) -> list[Violation]:
     """The violations of a parsed request body, in the order described in the module docstring.
 
     Each stage stops at its first finding (a server answers with one error), so the list holds at most one
     violation per stage; shape violations end the check. Without ``state`` signatures are not checked.
-    ``count_tokens``: the body of ``/v1/messages/count_tokens`` (no ``max_tokens``)."""
+    ``count_tokens``: the body of ``/v1/messages/count_tokens`` (no ``max_tokens``). ``user_first``: a server that
+    refuses a history opening with the assistant."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     bad = _body(body, count_tokens)
@@ -573,7 +585,7 @@ def violations(body: Any, *, profile: Profile = "anthropic", state: ServerState 
         bad = _system_message(n, messages, shift, profile) if system else _message_shape(n, message, shift, profile)
         if bad is not None:
             return [bad]
-    found = [_sequence(messages, shift), _thinking(body, messages, shift)]
+    found = [_sequence(messages, shift) or (_opening(messages) if user_first else None), _thinking(body, messages, shift)]
     if state is not None:
         found.append(_signatures(body, messages, shift, profile, state))
     return [v for v in found if v is not None]

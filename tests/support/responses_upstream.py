@@ -7,7 +7,8 @@ gets the answer of a reasoning model, built from the conversation the server see
 expanded, ``item_reference`` resolved):
 
 * last item a user message and the request has ``function``/``custom`` tools -> a reasoning item, then N parallel
-  calls (default 2; header ``x-test-parallel-calls: N`` overrides), call ``i`` for ``tools[i % len(tools)]``:
+  calls (default 2; header ``x-test-parallel-calls: N`` overrides; header ``x-test-preamble: TEXT`` puts an
+  assistant message saying TEXT, phase ``commentary``, between the reasoning and the calls), call ``i`` for ``tools[i % len(tools)]``:
   a ``function_call`` with argument text ``{"city": "Paris", "n": 1}``, ``{"city": "Tokyo", "n": 2}``... (as the
   chat strict upstream), or for a ``custom`` tool a ``custom_tool_call`` with input ``lookup Paris 1``...
 * last item an output -> a reasoning item and an assistant message ``"Received K tool outputs."`` (K = the
@@ -62,11 +63,13 @@ from proxy.dialects.responses.items import is_call, is_output
 from .responses_validator import PROFILES, ServerState, error_for, resolve
 from .strict_upstream import _ALL_METHODS, CITIES, DEFAULT_MODEL, PARALLEL_HEADER, Received, Recorder, _error, _split, _tool_name
 
-__all__ = ["ResponsesRecorder", "custom_input", "function_arguments", "make_responses_upstream", "parse_sse"]
+__all__ = ["PREAMBLE_HEADER", "ResponsesRecorder", "custom_input", "function_arguments", "make_responses_upstream", "parse_sse"]
 
 _ALNUM = string.ascii_letters + string.digits
 _HEX = "0123456789abcdef"
 _CALLING_TOOLS = ("function", "custom")
+#: The header asking for an assistant message between the reasoning and the calls (a preamble), with its text.
+PREAMBLE_HEADER = "x-test-preamble"
 
 
 def function_arguments(i: int) -> str:
@@ -171,7 +174,7 @@ def make_responses_upstream(*, parallel_calls: int = 2, seed: int | None = None,
         digest = b"".join(hashlib.sha256(f"{salt}:{item_id}:{phase}:{k}".encode()).digest() for k in range(4))
         return "gAAAAA" + base64.urlsafe_b64encode(digest).decode()
 
-    def script(body: dict, conversation: list[dict], n_calls: int, key: str | None) -> list[dict]:
+    def script(body: dict, conversation: list[dict], n_calls: int, key: str | None, preamble: str | None = None) -> list[dict]:
         """The output items of the scripted reasoning model (called under ``lock``), its blobs minted for ``key``."""
         reasoning: dict[str, Any] = {"id": fresh("rs_", _HEX, 50), "type": "reasoning"}
         include = body.get("include")
@@ -193,6 +196,8 @@ def make_responses_upstream(*, parallel_calls: int = 2, seed: int | None = None,
                 else:
                     calls.append({"id": fresh("fc_", _HEX, 50), "type": "function_call", "status": "completed",
                                   "arguments": function_arguments(i), "call_id": call_id, "name": _tool_name(tool)})
+            if preamble is not None:
+                return [reasoning, {**_message(fresh("msg_", _HEX, 50), preamble), "phase": "commentary"}, *calls]
             return [reasoning, *calls]
         k = _trailing_outputs(conversation)
         text = f"Received {k} tool output{'' if k == 1 else 's'}." if k else "Hello from the responses upstream."
@@ -240,7 +245,7 @@ def make_responses_upstream(*, parallel_calls: int = 2, seed: int | None = None,
             rejected = error_for(parsed, recorder.state, profile, key)
             if rejected is None:
                 conversation = resolve(parsed, recorder.state)
-                output = script(parsed, conversation, n_calls, key)
+                output = script(parsed, conversation, n_calls, key, request.headers.get(PREAMBLE_HEADER))
                 response_id = fresh("resp_", _HEX, 50)
         if rejected is not None:
             status, error = rejected

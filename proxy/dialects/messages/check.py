@@ -2,7 +2,8 @@
 
 Most requests are valid and must cost no more than parsing their body. ``inspect`` says whether any rule would
 change the history, and which remembered turns the repair would consult: the calls of orphan results (AM-4),
-and, with manual thinking, the calls of a final tool turn that lacks its thinking (AM-9: memory may hold it).
+with manual thinking the calls of a final tool turn that lacks its thinking (AM-9: memory may hold it), and the
+calls of the latest assistant message when it holds signed thinking (AM-13: memory tells whether it was altered).
 Results are judged by position, as Anthropic judges them: each ``tool_use`` answered by the leading
 ``tool_result`` blocks of the user messages right after its assistant message, once.
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from proxy.dialects.ids import all_id_characters
 from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
-from proxy.dialects.messages.rules import empty_text, empty_thinking, system_message, thinking, unsigned_thinking
+from proxy.dialects.messages.rules import altered_thinking, empty_text, empty_thinking, system_message, thinking, unsigned_thinking
 from proxy.dialects.messages.view import blocks_of
 from proxy.repair.profiles import Profile
 
@@ -170,6 +171,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 mark(position)  # TM502 edits it (the check lets it through: only the repair's rules are told)
     broken = broken or bool(waiting) or not all_id_characters(declared)  # AM-1 (the history ends on unanswered calls), TM501
     found.wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared]
+    if last >= 0:
+        found.wanted += _signed_calls(messages[last])
     broken = _judge_thinking(body, messages, last, strips_unsigned, found) or broken
     found.broken = broken
     return found
@@ -220,6 +223,15 @@ def may_change(message: Any, strips_unsigned: bool) -> bool:
                     return True  # TM505 (empty_thinking.is_empty_thinking), TM506 (unsigned_thinking.is_unsigned)
     last = content[-1] if content else None
     return assistant and type(last) is dict and last.get("type") in _THINKING  # TM507
+
+
+def _signed_calls(latest: dict[str, Any]) -> list[str]:
+    """The ``tool_use`` ids of the latest assistant message when it holds signed thinking (TM516, AM-13): memory may
+    hold that thinking as the upstream sent it, and a client may have altered it; only memory can tell."""
+    content = blocks_of(latest)
+    if not any(altered_thinking.signed(block) is not None for block in content):
+        return []
+    return [cid for block in content if is_tool_use(block) and type(cid := block.get("id")) is str]
 
 
 def _judge_thinking(body: dict[str, Any], messages: list[Any], last: int, strips_unsigned: bool, found: Inspection) -> bool:

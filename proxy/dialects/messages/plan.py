@@ -22,6 +22,8 @@ from proxy.dialects.messages.check import inspect, may_change
 from proxy.dialects.messages.rules import (
     BLOCK_RULES,
     THINKING_RULES,
+    altered_thinking,
+    leading_assistant,
     refused_signature,
     system_message,
     thinking,
@@ -53,8 +55,13 @@ class MessagesPlan:
     #: The positions of the client's messages the check found a Messages rule may change (None: not known, so
     #: those rules walk every message).
     marked: frozenset[int] | None = None
+    #: Whether the check found something to repair; when not, the plan is only a look in memory for thinking the
+    #: client may have altered (AM-13), and a history memory agrees with is not read at all.
+    broken: bool = True
 
     def repair(self, recalled: Recalled, policy: Policy) -> Result:
+        if not self.broken and not altered_thinking.altered(self.body["messages"], recalled):
+            return Result(self.body, ())
         view = read(self.body["messages"])
         turns = {key: turn for key, turn in recalled.items() if dialect_of(turn) == "messages"}
         # The structural rules read remembered turns as they read the history: as the view.
@@ -64,7 +71,7 @@ class MessagesPlan:
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view), turns
         ctx.pending = self._pending(ctx.messages, view)
-        if refused(ctx, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, empty_history)):
+        if refused(ctx, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, leading_assistant, empty_history)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
@@ -126,4 +133,4 @@ def plan(body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
     found = inspect(body, profile)
     if not found.broken and not found.wanted:
         return None
-    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)), frozenset(found.marked))
+    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)), frozenset(found.marked), found.broken)

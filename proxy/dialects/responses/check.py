@@ -2,7 +2,8 @@
 
 Most requests are valid and must cost no more than parsing their body. ``inspect`` says whether any rule
 would change the input, and which remembered turns the repair would consult: orphan outputs' calls, calls
-carrying a server id without reasoning before them (only memory knows whether they had some, RS-4), and the
+carrying a server id without reasoning before them (only memory knows whether they had some, RS-4, or whether the
+server issued that id, RS-8), references to messages, and the
 previous response of a ``previous_response_id`` request (its unanswered calls, the items it already holds).
 Requests that only need a look in memory are planned too; when memory has nothing to add, they go upstream
 as the client's bytes.
@@ -51,7 +52,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     answered: set[str] = set()
     named: list[str] = []  # the ids whose characters TM404 judges
     referenced: list[str] = []  # item_reference ids: none may repeat another id either (TM403)
-    reasoned = False  # a reasoning item stands in the current run of reasoning and calls (TM405)
+    reasoned = False  # a reasoning item stands before, in the current run of what the model made (TM405)
     last = len(items) - 1
     broken = False
     wanted, reasoned_ids = found.wanted, found.reasoned
@@ -65,6 +66,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 broken = True  # TM404 (RS-12); under store: false an id on an item that carries its content is taken
             elif kind == "item_reference":
                 referenced.append(key)
+                if key.startswith("msg_"):  # TM405 (RS-5): a message is recalled by its id; was its reasoning left out?
+                    (reasoned_ids if reasoned else wanted).append(key)
             else:  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
                 named.append(key)  # its characters, and whether it repeats one (TM403): all ids at once, at the end
                 if kind == "message":
@@ -111,11 +114,17 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 answered.add(cid)
             reasoned = False
             continue
-        if kind == "message" and type(key) is str and key and item.get("role") == "assistant":
+        assistant = kind == "message" and item.get("role") == "assistant"
+        if assistant and type(key) is str and key:
             (reasoned_ids if reasoned else wanted).append(key)  # TM405 (RS-5)
         if store_off and kind == "item_reference":
             broken = True  # TM407
-        reasoned = False
+        # What the model made after a reasoning item, across messages, was made with it (TM405): only an item it does
+        # not make ends the run (dangling_reasoning.produced_by_model, for an item that is neither call nor output).
+        if kind == "item_reference":  # it may name reasoning (what follows was made with it), or what reasoning made
+            reasoned = reasoned or (type(key) is str and key.startswith("rs_"))
+        else:
+            reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
     ids = named + referenced if referenced else named
     found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
                     or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103

@@ -13,6 +13,7 @@ findings name positions in that body. ``retried_unknown`` does the same with TM4
 """
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from proxy.dialects.dialect import viewed
@@ -28,7 +29,7 @@ from proxy.dialects.responses.rules import (
     unknown_item,
 )
 from proxy.dialects.responses.rules.previous import previous_id
-from proxy.dialects.responses.view import read, view_turn, write
+from proxy.dialects.responses.view import is_reasoning, marks, read, view_turn, write
 from proxy.repair.context import Context, Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
@@ -54,7 +55,8 @@ class ResponsesPlan:
         items = resent.messages
         view, origin = read(items, self._held_by_server(items, recalled), self.profile.adjacent_results)
         # The structural rules read remembered turns as they read the history: as the view.
-        remembered = viewed(recalled, "responses", view_turn)
+        held = frozenset(mark for item in items if is_reasoning(item) for mark in marks(item))
+        remembered = viewed(recalled, "responses", partial(view_turn, held=held))
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
         ctx.findings = resent.findings
         if refused(ctx, VIEW_RULES):

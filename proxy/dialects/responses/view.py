@@ -118,18 +118,28 @@ def write(view: Iterable[Message], origin: dict[int, int]) -> list[Any]:
     return items
 
 
-def view_turn(turn: Turn) -> Turn:
+def marks(item: dict[str, Any]) -> set[str]:
+    """What identifies a reasoning item in an input: its id, and its encrypted content (``store: false`` has no ids)."""
+    return {value for value in (item.get("id"), item.get("encrypted_content")) if type(value) is str and value}
+
+
+def view_turn(turn: Turn, held: frozenset[str] = frozenset()) -> Turn:
     """A remembered Responses turn as the rules read it: its calls, each with the reasoning that came before it. Only
-    its first MAX_ENTRIES items, all a turn keeps: a store may hold one remembered before that bound."""
+    its first MAX_ENTRIES items, all a turn keeps: a store may hold one remembered before that bound.
+
+    Reasoning that produced a message and then calls (a preamble, then parallel calls) travels with the first of
+    those calls too, since the server wants it before each of them (RS-4), unless the input holds it already (by
+    ``held``: the ``marks`` of the input's reasoning items), where the client kept it with the message."""
     calls: list[dict[str, Any]] = []
     before: list[Any] = []
     for item in islice(turn.get("items", ()), MAX_ENTRIES):
         if is_reasoning(item):
             before.append(item)
-            continue
-        if is_call(item):
+        elif is_call(item):
             calls.append(view_call(item, before))
-        before = []  # reasoning that produced a message travels with that message, not with a call
+            before = []
+        elif before:
+            before = [reasoning for reasoning in before if not marks(reasoning) & held]
     return {"dialect": "responses", "tool_calls": calls, "content": None, "reasoning_content": None}
 
 

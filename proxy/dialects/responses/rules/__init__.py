@@ -1,7 +1,7 @@
 """The Responses API's own rules, over input items (after the structural rules ran over the view and their
 edits were written back), in the order they run: what the previous response already holds first (that one
-before the structural rules, see ``plan.py``), then duplicates, then item ids (wrong ones deleted, ones whose
-reasoning is gone deleted), reasoning left with nothing to follow, and last what ``store: false`` forbids, so it
+before the structural rules, see ``plan.py``), then duplicates, then item ids (wrong ones deleted, ones memory knows the server
+never issued deleted, ones whose reasoning is gone deleted), reasoning left with nothing to follow, and last what ``store: false`` forbids, so it
 also sees what the earlier rules kept.
 Each rule is one module with ``RULE``, a Bad/Good docstring (one input item a line) and ``apply(ctx)``.
 """
@@ -13,6 +13,7 @@ from proxy.dialects.responses.rules import (
     previous_response_items,
     previous_response_unanswered,
     reasoning_required,
+    unissued_ids,
     unstored_ids,
 )
 from proxy.repair.rule import RepairRule
@@ -25,6 +26,7 @@ ITEM_RULES: tuple[RepairRule, ...] = (
     previous_response_unanswered,
     duplicate_item,
     bad_item_id,
+    unissued_ids,
     reasoning_required,
     dangling_reasoning,
     unstored_ids,

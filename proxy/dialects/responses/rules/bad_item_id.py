@@ -20,7 +20,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.ids import ID_CHARACTERS
-from proxy.dialects.responses.items import CALL_TYPES, id_pairs, is_call
+from proxy.dialects.responses.items import id_pairs
 from proxy.dialects.responses.rules import dangling_reasoning
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -50,16 +50,17 @@ def is_bad(item: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    orphaned = False  # in the run of items a reasoning item whose id was deleted produced
+    # In the items a reasoning item whose id was deleted produced: everything the model made after it, across
+    # messages, up to an item it did not make (an output, a client's message, another reasoning item).
+    orphaned = False
     for position, item in enumerate(ctx.messages):
         kind = item.get("type", "message") if type(item) is dict else None
         if is_bad(item):
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{kind} id deleted: not an id the server makes for this type")
-            orphaned = kind == "reasoning" or (orphaned and is_call(item))
+            orphaned = kind == "reasoning" or (orphaned and dangling_reasoning.produced_by_model(item))
         elif orphaned and type(item) is dict and "id" in item and dangling_reasoning.produced_by_model(item):
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{kind} {item['id']} id deleted: its reasoning item's id was")
-            orphaned = is_call(item)
         else:
-            orphaned = orphaned and kind in ("reasoning", *CALL_TYPES)
+            orphaned = orphaned and dangling_reasoning.produced_by_model(item)  # another reasoning item: its own production

@@ -5,7 +5,10 @@ The server looks the ``fc_...`` (``ctc_...``, ``msg_...``) id up, finds it was m
 item, and refuses the input without it (RS-4: "... was provided without its required 'reasoning' item"; RS-5
 for an assistant message). Memory tells which reasoning item each came with; when that very item is not in the
 input (another response's reasoning before it does not count), the item loses its ``id`` (never its content),
-so the server takes it as client input. Answers RS-4, RS-5.
+so the server takes it as client input. Everything one reasoning item produced in an output needs it, across
+messages: reasoning, a message, then calls, resent without the reasoning, lose the ids of the message and the calls.
+An ``item_reference`` to such a message (Mastra's memory replays references) is replaced by the message memory holds,
+without its id. Answers RS-4, RS-5.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -21,7 +24,11 @@ Good:
 
 from typing import Any
 
+import orjson
+
 from proxy.dialects.responses.items import is_call, recall_key
+from proxy.dialects.responses.rules.dangling_reasoning import produced_by_model
+from proxy.dialects.responses.view import marks
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
@@ -34,8 +41,11 @@ def _produced(item: Any) -> bool:
     return is_call(item) or (type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant")
 
 
-def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
-    """The reasoning item the remembered response had right before the item (calls of one run share it), if any."""
+def own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
+    """The reasoning item the remembered response made the item with, if any: the latest reasoning item before it
+    in one output. Everything a reasoning item produced needs it, across messages (an answer of reasoning, a
+    message and calls: the calls need it too); only an item the model did not produce (an output, a client's
+    message, in an input as sent) ends what it produced."""
     reasoning: dict[str, Any] | None = None
     for item in turn.get("items", ()):
         if type(item) is not dict:
@@ -44,25 +54,52 @@ def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
             reasoning = item
         elif item.get("id") == item_id:
             return reasoning
-        elif not is_call(item):
+        elif not produced_by_model(item):
             reasoning = None
     return None
 
 
-def _marks(item: dict[str, Any]) -> set[str]:
-    """What identifies a reasoning item in an input: its id, and its encrypted content (``store: false`` has no ids)."""
-    return {value for value in (item.get("id"), item.get("encrypted_content")) if type(value) is str and value}
+def _referenced(item: Any) -> str | None:
+    """The id an ``item_reference`` names (a message's is what memory recalls it by), else None."""
+    if type(item) is not dict or item.get("type") != "item_reference":
+        return None
+    key = item.get("id")
+    return key if type(key) is str and key else None
 
 
 def apply(ctx: Context) -> None:
-    present: set[str] = set()  # the marks of the reasoning items before the current item
+    present: set[str] = set()  # the marks of the reasoning items before the current item, and every referenced id
     for position, item in enumerate(ctx.messages):
         if type(item) is dict and item.get("type") == "reasoning":
-            present |= _marks(item)
+            present |= marks(item)
+            continue
+        reference = _referenced(item)
+        if reference is not None:
+            present.add(reference)  # it may name reasoning
+            _referenced_message(ctx, position, reference, present)
             continue
         key = recall_key(item) if _produced(item) and "id" in item else None
         turn = ctx.recalled.get(key) if key is not None else None
-        own = _own_reasoning(turn, item["id"]) if turn is not None else None
-        if own is not None and not _marks(own) & present:
+        own = own_reasoning(turn, item["id"]) if turn is not None else None
+        if own is not None and not marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
+
+
+def _referenced_message(ctx: Context, position: int, key: str, present: set[str]) -> None:
+    """An ``item_reference`` to a remembered assistant message whose reasoning item is not in the input: the server
+    would resolve it and refuse the message without its reasoning (RS-5), so the message memory holds, without its
+    ``id``, stands in its place."""
+    turn = ctx.recalled.get(key)
+    if turn is None:
+        return
+    message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None)
+    own = own_reasoning(turn, key)
+    if message is None or own is None or marks(own) & present:
+        return
+    made = {name: value for name, value in message.items() if name != "id"}
+    made = orjson.loads(orjson.dumps(made))  # never alias the memory
+    ctx.origin[id(made)] = ctx.index_of(ctx.messages[position])
+    ctx.report(RULE, ctx.messages[position], "replaced", f"item_reference {key} replaced by the remembered message without its id: its "
+                                                       "reasoning item is not in the input")
+    ctx.messages[position] = made
