@@ -168,3 +168,14 @@ def test_ids_memory_cannot_judge_are_the_server_s() -> None:
                   [USER, RS_1, MSG_1, FC_1, out("call_1")]):
         planned = RESPONSES.plan({"model": "gpt-5", "input": items}, OPENAI)
         assert planned is None or planned.repair(memory, Policy()).findings == ()
+
+
+def test_under_store_false_reasoning_that_tm407_drops_is_not_there_for_what_it_produced() -> None:
+    rs_1 = without_id(RS_1) | {"id": "rs_1"}
+    del rs_1["encrypted_content"]  # nothing without the store: TM407 drops it
+    state, memory = answered(rs_1, MSG_1)
+    body = {"model": "gpt-5", "store": False, "input": [USER, rs_1, MSG_1, {"role": "user", "content": "thanks"}]}
+    result = repaired(body, memory)
+    assert [finding.code for finding in result.findings] == ["TM405", "TM407"]
+    assert result.body["input"] == [USER, without_id(MSG_1), {"role": "user", "content": "thanks"}]
+    assert violations(result.body, state) == []

@@ -8,7 +8,8 @@ input (another response's reasoning before it does not count), the item loses it
 so the server takes it as client input. Everything one reasoning item produced in an output needs it, across
 messages: reasoning, a message, then calls, resent without the reasoning, lose the ids of the message and the calls.
 An ``item_reference`` to such a message (Mastra's memory replays references) is replaced by the message memory holds,
-without its id. Answers RS-4, RS-5.
+without its id. Under ``store: false`` reasoning without ``encrypted_content`` (TM407 drops it) does not count as
+there. Answers RS-4, RS-5.
 
 Bad:
     {"role": "user", "content": "Weather?"}
@@ -28,6 +29,7 @@ import orjson
 
 from proxy.dialects.responses.items import is_call, recall_key
 from proxy.dialects.responses.rules.dangling_reasoning import produced_by_model
+from proxy.dialects.responses.rules.unstored_ids import unusable
 from proxy.dialects.responses.view import marks
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -69,9 +71,11 @@ def _referenced(item: Any) -> str | None:
 
 def apply(ctx: Context) -> None:
     present: set[str] = set()  # the marks of the reasoning items before the current item, and every referenced id
+    unstored = ctx.request.get("store") is False
     for position, item in enumerate(ctx.messages):
         if type(item) is dict and item.get("type") == "reasoning":
-            present |= marks(item)
+            if not (unstored and unusable(item)):  # what TM407 drops after this rule is not there for the server
+                present |= marks(item)
             continue
         reference = _referenced(item)
         if reference is not None:
