@@ -193,3 +193,28 @@ def test_a_local_shell_output_keeps_the_id_that_names_its_call(body: dict) -> No
     answered nothing (the next repair gave it a made-up call)."""
     result = repaired(body)
     assert result is None or result.findings == ()
+
+
+def test_two_outputs_for_one_call_get_a_plan_and_are_merged_into_one() -> None:
+    body = body_of([USER, REASONING, CALL_1, output("call_1"), output("call_1", "19C")])
+    assert RESPONSES.plan(body, OPENAI) is not None  # the fast path sees the second output (TM108)
+    result = repaired(body)
+    assert result is not None
+    assert result.body["input"] == [USER, REASONING, CALL_1, output("call_1", "18C\n\n19C")]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM108", 4, "removed")]
+
+
+def test_two_identical_item_references_get_a_plan_and_the_copy_is_dropped() -> None:
+    answer = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+              "content": [{"type": "output_text", "text": "Which city?", "annotations": []}]}
+    state = ServerState()
+    state.remember("resp_3", [USER], [answer])
+    reference = {"type": "item_reference", "id": "msg_1"}
+    then = {"role": "user", "content": "Paris."}
+    body = body_of([USER, reference, dict(reference), then])
+    assert RESPONSES.plan(body, OPENAI) is not None  # the fast path counts reference ids with the others (TM403)
+    result = repaired(body)
+    assert result is not None and result.body["input"] == [USER, reference, then]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM403", 2, "removed")]
+    assert [v.rule for v in violations(body, state)] == ["RS-9"] and violations(result.body, state) == []
+    assert untouched(body_of([USER, reference, then]))
