@@ -116,3 +116,16 @@ def test_tenant_scope_upstream_gives_every_client_of_an_upstream_one_tenant():
     clients = [[(b"authorization", b"Bearer sk-a")], [(b"api-key", b"k")], []]
     assert {shared.tenant(headers, b"key=q", UP) for headers in clients} == {shared_tenant_id(UP)}
     assert shared.tenant([], b"", "http://other/v1") != shared_tenant_id(UP)
+
+
+def test_of_two_authorization_headers_the_last_decides_the_tenant():
+    """The last of a repeated credential header is the one that counts (``credentials.in_headers``, and so the
+    credential tenant): a named tenant's key is read the same way, not the first that matches."""
+    tenancy = Tenancy(tenants=[NamedTenant("team-a", frozenset({"tm-a1"})), NamedTenant("team-b", frozenset({"tm-b1"}))])
+    both = [(b"authorization", b"Bearer tm-a1"), (b"authorization", b"Bearer tm-b1")]
+    assert tenancy.tenant(both, b"", UP) == named_tenant_id("team-b", UP)
+    assert tenancy.tenant(both[::-1], b"", UP) == named_tenant_id("team-a", UP)
+    # A key outside every tenant after a tenant's: still that tenant's (the other key is no tenant's to decide).
+    assert tenancy.tenant([both[0], (b"authorization", b"Bearer sk-solo")], b"", UP) == named_tenant_id("team-a", UP)
+    solo = [(b"authorization", b"Bearer sk-first"), (b"authorization", b"Bearer sk-last")]
+    assert Tenancy().tenant(solo, b"", UP) == tenant([(b"authorization", b"Bearer sk-last")]) != tenant(solo[:1])
