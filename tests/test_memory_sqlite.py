@@ -76,6 +76,16 @@ async def test_expired_and_surplus_turns_are_deleted_from_the_file(tmp_path: Pat
     await store.close()
 
 
+async def test_turns_written_one_at_a_time_past_max_entries_forget_the_oldest_first(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=3, clock=Clock())
+    everything = [f"call_{n}" for n in range(6)]
+    for n in range(6):
+        await store.remember("t", [turn(f"call_{n}")])  # one commit each: the bound holds at every commit, not per batch
+        assert len(store) == min(n + 1, 3)
+        assert sorted(await store.recall("t", everything)) == everything[max(0, n - 2):n + 1]  # the oldest forgotten
+    await store.close()
+
+
 async def test_a_file_that_cannot_be_written_makes_remember_and_ready_say_so(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
