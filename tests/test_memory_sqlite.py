@@ -4,12 +4,10 @@ import asyncio
 import base64
 import logging
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import orjson
@@ -22,6 +20,7 @@ from proxy.memory.groupcommit import Write
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.sqlite import SqliteStore
 from proxy.turns import Turn, call_ids
+from tests.support.ci import require_immutable_files
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import running_proxy
 from tests.support.store_contract import Backend, StoreContract, turn
@@ -138,16 +137,15 @@ async def test_a_deleted_file_marks_the_store_down_then_a_fresh_file_is_used(tmp
     db.close()
 
 
-@pytest.mark.skipif(shutil.which("chattr") is None or os.geteuid() != 0, reason="needs chattr and root")
 async def test_an_immutable_shm_file_marks_the_store_down_instead_of_crashing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # SQLite maps an -shm it cannot write read-only; a write through it killed the process with SIGBUS.
+    require_immutable_files(tmp_path)
     path = tmp_path / "m.db"
     store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
     guarded = GuardedStore(store, backoff=Backoff(initial=0.05, maximum=0.2))
     await guarded.remember("t", [turn("call_before")])
     shm = tmp_path / "m.db-shm"
-    if subprocess.run(["chattr", "+i", str(shm)], capture_output=True).returncode != 0:
-        pytest.skip("this file system does not support the immutable attribute")
+    subprocess.run(["chattr", "+i", str(shm)], check=True)
     try:
         with caplog.at_level(logging.WARNING, logger="toolmend"):
             assert await guarded.recall("t", ["call_before"]) == {}
@@ -190,14 +188,9 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
-@pytest.mark.skipif(shutil.which("chattr") is None or os.geteuid() != 0, reason="needs chattr and root")
 def test_no_connection_is_closed_through_an_immutable_shm(tmp_path: Path) -> None:
+    require_immutable_files(tmp_path)
     path = tmp_path / "m.db"
-    probe = tmp_path / "probe"
-    probe.write_text("")
-    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
-        pytest.skip("this file system does not support the immutable attribute")
-    subprocess.run(["chattr", "-i", str(probe)], check=True)
     repo = Path(__file__).resolve().parent.parent
     try:
         child = subprocess.run([sys.executable, "-c", IMMUTABLE_SHM_CHILD, str(path)], cwd=repo, capture_output=True,
@@ -244,12 +237,24 @@ async def test_while_another_process_holds_the_write_lock_the_writer_thread_wait
     store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
     await store.remember("t", [turn("call_1")])
     names = _writers(store)
+    loop, in_thread, inside = asyncio.get_running_loop(), asyncio.Event(), threading.Event()
+    waiting = store._insert
+
+    def insert_noting_the_thread(*args, **kwargs):
+        if threading.current_thread().name.startswith("toolmend-sqlite-writer"):
+            inside.set()
+            loop.call_soon_threadsafe(in_thread.set)  # runs only if the loop is free while the thread waits
+        try:
+            return waiting(*args, **kwargs)
+        finally:
+            inside.clear()
+
+    store._insert = insert_noting_the_thread  # type: ignore[method-assign]
     other = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another worker's transaction
     writing = asyncio.create_task(store.remember("t", [turn("call_2")]))
-    started = time.monotonic()
-    await asyncio.sleep(0.2)  # the loop is free meanwhile: this sleep ends on time
-    assert time.monotonic() - started < 1.0 and not writing.done()
+    await asyncio.wait_for(in_thread.wait(), HANG_GUARD)
+    assert inside.is_set() and not writing.done()  # the thread waits for the lock; the loop went on meanwhile
     other.execute("COMMIT")
     await asyncio.wait_for(writing, HANG_GUARD)
     other.close()
