@@ -231,26 +231,6 @@ async def test_a_stalled_pass_through_body_is_a_408_and_frees_its_upstream_slot(
     assert after.status_code == 200
 
 
-async def test_a_body_that_trickles_in_past_the_client_timeout_is_a_408() -> None:
-    """Each piece comes well within --client-timeout, the whole body does not: the bound is on the body, not on a
-    pause (a client sending a byte now and then would otherwise hold its upstream slot for as long as it likes)."""
-    async with upstream_and_proxy("--client-timeout", "1") as (_, server, proxy):
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-        writer.write(b"POST /v1/files HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n")
-        answer, pieces = b"", 0
-        async with asyncio.timeout(GENEROUS):
-            while not answer and pieces < 100000 // 10:
-                writer.write(b"x" * 10)
-                pieces += 1
-                with contextlib.suppress(TimeoutError):  # a piece every 0.2 s: the pace of the trickle, and a look for the answer
-                    answer = await asyncio.wait_for(reader.read(65536), 0.2)
-            answer += await reader.read()  # the 408 closes the connection
-        writer.close()
-    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
-    assert orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
-    assert pieces > 1  # not refused at its first piece: the time the pieces took together ran out
-
-
 async def test_a_client_that_stops_reading_frees_its_upstream_slot() -> None:
     async with upstream_and_proxy("--client-timeout", "1", "--max-upstream-connections", "1") as (upstream, _, proxy):
         with connect(proxy, receive_buffer=4096) as idle_reader:
@@ -310,6 +290,26 @@ async def test_when_every_connection_has_a_request_in_flight_a_new_one_gets_503_
     assert refused.startswith(b"HTTP/1.1 503 "), refused[:200]
     assert orjson.loads(refused.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "server_busy"
     assert [answer.status_code for answer in kept] == [200] * cap
+
+
+async def test_a_body_that_trickles_in_past_the_client_timeout_is_a_408() -> None:
+    """Each piece comes well within --client-timeout, the whole body does not: the bound is on the body, not on a
+    pause (a client sending a byte now and then would otherwise hold its upstream slot for as long as it likes)."""
+    async with upstream_and_proxy("--client-timeout", "1") as (_, server, proxy):
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"POST /v1/files HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n")
+        answer, pieces = b"", 0
+        async with asyncio.timeout(GENEROUS):
+            while not answer and pieces < 100000 // 10:
+                writer.write(b"x" * 10)
+                pieces += 1
+                with contextlib.suppress(TimeoutError):  # a piece every 0.2 s: the pace of the trickle, and a look for the answer
+                    answer = await asyncio.wait_for(reader.read(65536), 0.2)
+            answer += await reader.read()  # the 408 closes the connection
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
+    assert pieces > 1  # not refused at its first piece: the time the pieces took together ran out
 
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
