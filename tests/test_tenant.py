@@ -129,4 +129,3 @@ def test_tenant_scope_upstream_gives_every_client_of_an_upstream_one_tenant():
     clients = [[(b"authorization", b"Bearer sk-a")], [(b"api-key", b"k")], []]
     assert {shared.tenant(headers, b"key=q", UP) for headers in clients} == {shared_tenant_id(UP)}
     assert shared.tenant([], b"", "http://other/v1") != shared_tenant_id(UP)
-
