@@ -1,8 +1,10 @@
-"""A stepped clock for the running loop's ``call_later`` timers (and so ``asyncio.sleep``): a test sees which timers
-the code under test set and runs them when it chooses, so it never waits for time to pass. ``asyncio.timeout`` uses
-``call_at`` and is left to the real clock: a hang guard still fires.
+"""Time a test moves on itself, so it never waits for time to pass.
 
-``stepped_timers`` is a fixture: a test module that uses it imports it by name."""
+``stepped_timers``: the running loop's ``call_later`` timers (and so ``asyncio.sleep``) are recorded and run when the
+test ``fire``s them; ``asyncio.timeout`` uses ``call_at`` and is left to the real clock, so a hang guard still fires.
+``stepped_clock``: the loop's clock itself is put ahead by hand, and every timer due by then runs.
+
+Both are fixtures: a test module that uses one imports it by name."""
 
 from __future__ import annotations
 
@@ -39,3 +41,28 @@ async def stepped_timers(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Timer
     stepped = Timers(loop)
     monkeypatch.setattr(loop, "call_later", stepped.call_later)
     yield stepped
+
+
+class SteppedClock:
+    """The running loop's clock, moved on by hand: ``advance`` puts it ``seconds`` ahead and returns once every timer
+    due by then (``call_at``, ``asyncio.timeout``) has run."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop, self.real, self.ahead = loop, loop.time, 0.0
+
+    def time(self) -> float:
+        return self.real() + self.ahead
+
+    async def advance(self, seconds: float) -> None:
+        self.ahead += seconds
+        passed = asyncio.Event()
+        self.loop.call_at(self.loop.time(), passed.set)  # after the timers due before it: they are run in time order
+        await passed.wait()
+
+
+@pytest.fixture
+async def stepped_clock(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SteppedClock]:
+    loop = asyncio.get_running_loop()
+    clock = SteppedClock(loop)
+    monkeypatch.setattr(loop, "time", clock.time)
+    yield clock
