@@ -85,6 +85,17 @@ async def test_turns_written_one_at_a_time_past_max_entries_forget_the_oldest_fi
     await store.close()
 
 
+async def test_a_turn_is_gone_the_moment_its_ttl_is_up(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=3, clock=clock)
+    await store.remember("t", [turn("call_1")])
+    clock.now += 59.5
+    assert set(await store.recall("t", ["call_1"])) == {"call_1"}
+    clock.now += 0.5  # exactly 60 s after it was remembered
+    assert await store.recall("t", ["call_1"]) == {}
+    await store.close()
+
+
 async def test_a_file_that_cannot_be_written_makes_remember_and_ready_say_so(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
@@ -230,6 +241,15 @@ async def test_an_answer_alone_is_committed_on_the_event_loop_and_the_batch_that
     db = store._connection(store._loop)
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 0
     assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    await store.close()
+
+
+async def test_a_batch_of_exactly_the_inline_bound_is_committed_on_the_loop(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100, clock=Clock())
+    names = _writers(store)
+    await store.remember("t", [turn("call_first")])  # the first batch prunes: the writer thread's
+    await store.remember("t", [turn(f"call_{n}") for n in range(sqlite_store.INLINE_TURNS)])
+    assert names[1] == threading.current_thread().name
     await store.close()
 
 

@@ -445,3 +445,24 @@ def test_thinking_is_not_restored_from_a_remembered_turn_that_made_only_some_of_
     result = repaired(body, recalled_by_ids(only_a))
     assert result is not None and result.body["messages"] == body["messages"] and "thinking" not in result.body
     assert [(f.code, f.action) for f in result.findings] == [("TM510", "thinking-disabled")]  # ALONE was made for A alone
+
+
+def test_every_thinking_block_after_text_moves_to_the_front_together() -> None:
+    body = body_of(Q, assistant(SAY, THINK, REDACTED, USE_A, USE_B), RESULTS, thinking=MANUAL)
+    result = repaired(body)
+    assert result is not None and result.body["messages"][1] == assistant(THINK, REDACTED, SAY, USE_A, USE_B)
+
+
+def test_a_tool_result_whose_only_content_is_empty_text_loses_its_content_not_keeps_an_empty_list() -> None:
+    body = body_of(Q, assistant(USE_A), user(answer("toolu_01A", [text("")])))
+    result = repaired(body)
+    assert result is not None and result.body["messages"][2] == user({"type": "tool_result", "tool_use_id": "toolu_01A"})
+    assert violations(result.body, state=served()) == []
+
+
+def test_only_the_thinking_of_the_remembered_turn_is_restored_not_its_text() -> None:
+    body = body_of(Q, assistant(SAY, USE_A, USE_B), RESULTS, thinking=MANUAL)
+    result = repaired(body, recalled_by_ids(TURN))
+    assert result is not None and result.body["messages"][1] == assistant(THINK, REDACTED, SAY, USE_A, USE_B)
+    assert [(f.code, f.action) for f in result.findings] == [("TM510", "restored")]
+    assert violations(result.body, state=served()) == []

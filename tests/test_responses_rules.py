@@ -218,3 +218,16 @@ def test_two_identical_item_references_get_a_plan_and_the_copy_is_dropped() -> N
     assert [(f.code, f.index, f.action) for f in result.findings] == [("TM403", 2, "removed")]
     assert [v.rule for v in violations(body, state)] == ["RS-9"] and violations(result.body, state) == []
     assert untouched(body_of([USER, reference, then]))
+
+
+def test_an_id_with_the_type_s_letters_but_not_its_prefix_is_deleted_and_so_are_the_ids_of_what_its_reasoning_made() -> None:
+    odd_call = {**CALL_1, "id": "fcall_1"}  # "fc" without the underscore: not an id the server makes
+    result = repaired(body_of([USER, odd_call, output("call_1")]))
+    assert result is not None and result.body["input"][1] == {k: v for k, v in CALL_1.items() if k != "id"}
+    # A reasoning item whose id is deleted, a call of its run with a bad id too, and then one with a good id: all three
+    # lose their ids (the server would tie the good one to a reasoning item it can no longer find).
+    bad_reasoning = {**REASONING, "id": "reasoning-1"}
+    body = body_of([USER, bad_reasoning, {**CALL_1, "id": "call-1"}, CALL_2, output("call_1"), output("call_2")])
+    result = repaired(body)
+    assert result is not None
+    assert ["id" in item for item in result.body["input"][1:4]] == [False, False, False]
