@@ -231,3 +231,11 @@ def test_an_id_with_the_type_s_letters_but_not_its_prefix_is_deleted_and_so_are_
     result = repaired(body)
     assert result is not None
     assert ["id" in item for item in result.body["input"][1:4]] == [False, False, False]
+
+
+def test_of_identical_copies_of_an_item_other_than_reasoning_the_first_is_kept_wherever_it_stands() -> None:
+    answer = {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "Which city?"}]}
+    then = {"role": "user", "content": "Paris, and the time."}
+    result = repaired(body_of([USER, answer, then, dict(answer), CALL_2, output("call_2")]))
+    assert result is not None and result.body["input"] == [USER, answer, then, CALL_2, output("call_2")]
+    assert [(f.code, f.index) for f in result.findings] == [("TM403", 3)]
