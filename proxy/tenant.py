@@ -67,8 +67,9 @@ class Tenancy:
         return tenant_id(credential(headers, query, self.carriers), upstream)
 
     def named(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The tenant whose key the client presents (``Authorization: Bearer`` or ``x-api-key``), as ``Access`` reads it."""
-        for key in credentials.presented_keys(headers):
+        """The tenant whose key the client presents (``Authorization: Bearer`` or ``x-api-key``), as ``Access`` reads it;
+        of several, the last, as of any repeated credential header (``credentials.in_headers``)."""
+        for key in reversed([*credentials.presented_keys(headers)]):
             for name, keys in self._tenants:
                 if credentials.is_one_of(key, keys):
                     return name

@@ -19,17 +19,13 @@ from hypothesis import HealthCheck, settings
 from proxy.app import create_app
 from proxy.config import Settings
 from tests.support.hypothesis_budget import PROFILE
-from tests.support.strict_upstream import Recorder, make_strict_upstream, serve
+from tests.support.strict_upstream import OPENAI_SKIPS, Recorder, make_strict_upstream, serve
 
 # too_slow measures time: on a busy machine it would fail a test that is otherwise deterministic.
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("campaign", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(PROFILE)
-
-# A leading orphan repaired by synthesis opens the history with a call turn: OpenAI accepts that; only
-# Gemini's GE-3 (S12) does not, and that is the gemini profile's business.
-OPENAI_SKIPS = ("S12",)
 
 
 @pytest.fixture(scope="module")

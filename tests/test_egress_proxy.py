@@ -244,6 +244,20 @@ async def test_a_proxy_that_refuses_the_port_is_a_proxy_error(upstream: TLSUpstr
                 await get(transport, upstream.url)
 
 
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 302 Found\r\nLocation: http://login.corp.example/\r\nContent-Length: 0\r\n\r\n",
+                                    b"HTTP/1.1 101 Switching Protocols\r\n\r\n", b"HTTP/1.1 199 Odd\r\n\r\n"],
+                         ids=["302", "101", "199"])
+async def test_any_answer_to_connect_but_2xx_is_a_proxy_error_naming_it(upstream: TLSUpstream, answer: bytes) -> None:
+    """A captive-portal redirect (or any status outside 2xx) opens no tunnel: taken for one, the TLS hello would wait
+    on a proxy that is done talking, and the client would see a timeout instead of what the proxy said."""
+    async with RawServer(respond(lambda r: answer)) as portal:
+        async with transport_for({"HTTPS_PROXY": f"127.0.0.1:{portal.port}"}) as transport:
+            with pytest.raises(OutboundProxyError, match=f"it answered {answer[9:12].decode()} "):
+                await get(transport, upstream.url)
+        assert [request.method for request in portal.requests] == ["CONNECT"]
+    assert upstream.accepts == 0
+
+
 async def test_an_unreachable_proxy_is_a_proxy_error(upstream: TLSUpstream) -> None:
     async with transport_for({"HTTPS_PROXY": f"http://{USER}:{PASSWORD}@127.0.0.1:{free_port()}"}) as transport:
         with pytest.raises(OutboundProxyError, match=r"^The outbound proxy could not be reached \(Connection refused\)\.$"):

@@ -3,8 +3,8 @@ openai client (``with_raw_response``) and, when it is installed, LangChain's ``C
 ``include_response_headers=True``. The proxy under uvicorn in front of the strict upstream, on loopback."""
 
 import openai
-import pytest
 
+from tests.support.ci import declared
 from tests.support.strict_upstream import Recorder
 
 TOOLS = [{"type": "function", "function": {"name": "weather", "description": "Weather for a city",
@@ -30,8 +30,8 @@ def test_the_openai_client_sees_recalled_and_synthesized_calls_apart(proxy_url: 
 
 
 def test_langchain_reads_the_header_from_response_metadata(proxy_url: str, recorder: Recorder) -> None:
-    chat_openai = pytest.importorskip("langchain_openai", reason="langchain-openai is optional (pip install langchain-openai)")
-    messages = pytest.importorskip("langchain_core.messages")
+    chat_openai = declared("langchain_openai")
+    messages = declared("langchain_core.messages")
     llm = chat_openai.ChatOpenAI(model=MODEL, base_url=proxy_url + "/v1", api_key="sk-framework-langchain",
                                  include_response_headers=True, default_headers=ONE_CALL, max_retries=0)
     question = messages.HumanMessage("Weather in Paris?")

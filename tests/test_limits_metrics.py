@@ -1,6 +1,7 @@
 """Limits (messages, slow bodies, concurrent upstream requests) and the /metrics endpoint."""
 
 import asyncio
+import logging
 
 import anyio
 import httpx
@@ -8,8 +9,10 @@ import pytest
 import respx
 
 from proxy.forward import Upstream
+from proxy.limits import BodyDeadline
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
+from tests.support.timers import SteppedClock, stepped_clock  # noqa: F401  (stepped_clock: a fixture)
 
 PATH = "/v1/chat/completions"
 ANSWER = {"id": "c", "object": "chat.completion", "choices": []}
@@ -102,3 +105,56 @@ async def test_metrics_count_requests_repairs_recalls_and_upstream_errors(upstre
     assert 'toolmend_upstream_errors_total{kind="upstream_unreachable"} 1.0' in text
     assert 'toolmend_upstream_first_byte_seconds_count{route="chat"} 1.0' in text
     assert "toolmend_open_streams 0.0" in text
+
+
+class Calls:
+    """An ASGI call to ``BodyDeadline`` alone: the body comes at once; then ``receive`` waits for ``leave``."""
+
+    def __init__(self) -> None:
+        self.body_taken, self.leave = asyncio.Event(), asyncio.Event()
+        self.sent: list[dict] = []
+
+    async def receive(self) -> dict:
+        if not self.body_taken.is_set():
+            self.body_taken.set()
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+        await self.leave.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict) -> None:
+        self.sent.append(message)
+
+
+async def test_once_the_body_is_in_waiting_for_a_disconnect_is_not_timed(stepped_clock: SteppedClock) -> None:
+    """--client-timeout bounds the body only: an app that waits for the client to leave (a long answer watching for a
+    disconnect) still hears of it after the bound."""
+    calls, heard = Calls(), []
+
+    async def app(scope, receive, send) -> None:
+        await receive()  # the whole body
+        heard.append((await receive())["type"])  # then the client's leaving, however long it takes
+
+    running = asyncio.get_running_loop().create_task(BodyDeadline(app, 1.0)({"type": "http"}, calls.receive, calls.send))
+    await calls.body_taken.wait()
+    await stepped_clock.advance(2.0)  # past --client-timeout
+    calls.leave.set()
+    async with asyncio.timeout(HANG_GUARD):
+        await running
+    assert heard == ["http.disconnect"] and calls.sent == []
+
+
+async def test_a_body_timeout_after_the_answer_began_ends_it_without_a_second_answer(stepped_clock: SteppedClock, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="toolmend")
+    calls = Calls()
+    calls.body_taken.set()  # the body never comes
+
+    async def app(scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # an answer that begins early
+        await receive()
+
+    running = asyncio.get_running_loop().create_task(BodyDeadline(app, 1.0)({"type": "http"}, calls.receive, calls.send))
+    await stepped_clock.advance(2.0)
+    async with asyncio.timeout(HANG_GUARD):
+        await running
+    assert [message["type"] for message in calls.sent] == ["http.response.start"]  # no 408 after a 200 began
+    assert "request body slower than 1 s (--client-timeout) after the answer began" in caplog.text

@@ -12,6 +12,7 @@ from proxy.memory.protocol import StoreUnavailable
 from proxy.turns import Turn, call_ids
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.store_contract import turn
+from tests.support.timers import Timers, stepped_timers  # noqa: F401  (stepped_timers: a fixture)
 
 
 class Clock:
@@ -31,6 +32,9 @@ class GatedStore(GroupCommitStore):
         super().__init__(ttl_seconds=10, max_entries=100, clock=clock or Clock())
         self.gate = asyncio.Event()
         self.gate.set()
+        self.began = asyncio.Event()  # a write has begun (cleared by the test that waits for the next)
+        self.enqueued = 0
+        self._enqueued_more = asyncio.Event()
         self.fail = 0
         self.batches: list[list[str]] = []
         self.stored: dict[tuple[str, str], Turn] = {}
@@ -38,6 +42,7 @@ class GatedStore(GroupCommitStore):
 
     async def write(self, batch: list[Write]) -> None:
         self.batches.append([cid for entry in batch for t in entry.turns for cid in call_ids(t)])
+        self.began.set()
         await self.gate.wait()
         if self.fail:
             self.fail -= 1
@@ -50,21 +55,29 @@ class GatedStore(GroupCommitStore):
     async def ping(self) -> None:
         pass
 
+    def _enqueue(self, entry: Write) -> None:
+        super()._enqueue(entry)
+        self.enqueued += 1
+        self._enqueued_more.set()
 
-async def loop_turns(count: int = 3) -> None:
-    """Let every task that is ready run ``count`` times: no timer fires meanwhile."""
-    for _ in range(count):
-        await asyncio.sleep(0)
+    async def until_enqueued(self, count: int) -> None:
+        """Until ``count`` writes in all were handed to the writer."""
+        while self.enqueued < count:
+            self._enqueued_more.clear()
+            await self._enqueued_more.wait()
 
 
-async def test_a_lone_turn_is_written_at_once_and_what_queues_meanwhile_is_the_next_batch() -> None:
+
+
+async def test_a_lone_turn_is_written_at_once_and_what_queues_meanwhile_is_the_next_batch(stepped_timers: Timers) -> None:
     store = GatedStore()
     store.gate.clear()
     first = asyncio.ensure_future(store.remember("t", [turn("call_1")]))
-    await loop_turns()
-    assert store.batches == [["call_1"]]  # no linger: the writer took it on its next turn
+    async with asyncio.timeout(HANG_GUARD):
+        await store.began.wait()  # with the timers stepped by hand: a writer that lingered on one would never begin
+    assert store.batches == [["call_1"]] and stepped_timers.later == []  # no linger: written at once, alone
     others = [asyncio.ensure_future(store.remember("t", [turn(f"call_{n}")])) for n in (2, 3, 4)]
-    await loop_turns()
+    await store.until_enqueued(4)
     assert store.batches == [["call_1"]] and not first.done()  # they wait for the write in flight
     store.gate.set()
     await asyncio.wait_for(asyncio.gather(first, *others), HANG_GUARD)
@@ -77,7 +90,7 @@ async def test_a_remember_returns_only_once_its_own_batch_is_written() -> None:
     store = GatedStore()
     store.gate.clear()
     waiting = asyncio.ensure_future(store.remember("t", [turn("call_w")]))
-    await loop_turns()
+    await store.began.wait()
     assert not waiting.done() and store.stored == {}
     assert list(await store.recall("t", ["call_w"])) == ["call_w"]  # this process sees it meanwhile
     store.gate.set()
@@ -133,7 +146,7 @@ async def test_a_pending_turn_past_its_ttl_is_not_recalled_from_the_pending_buff
     store.gate.clear()  # the turn stays pending for this test
     store.flush_timeout = 0
     waiting = asyncio.ensure_future(store.remember("t", [turn("call_pending")]))
-    await loop_turns()
+    await store.until_enqueued(1)
     assert set(await store.recall("t", ["call_pending"])) == {"call_pending"}  # read from the buffer
     clock.now += 9.9
     assert set(await store.recall("t", ["call_pending"])) == {"call_pending"}

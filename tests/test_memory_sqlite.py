@@ -4,12 +4,10 @@ import asyncio
 import base64
 import logging
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import orjson
@@ -22,6 +20,7 @@ from proxy.memory.groupcommit import Write
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.sqlite import SqliteStore
 from proxy.turns import Turn, call_ids
+from tests.support.ci import require_immutable_files
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import running_proxy
 from tests.support.store_contract import Backend, StoreContract, turn
@@ -73,6 +72,27 @@ async def test_expired_and_surplus_turns_are_deleted_from_the_file(tmp_path: Pat
     db = sqlite3.connect(tmp_path / "m.db")
     assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == 3  # their call ids went with them
     db.close()
+    await store.close()
+
+
+async def test_turns_written_one_at_a_time_past_max_entries_forget_the_oldest_first(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=3, clock=Clock())
+    everything = [f"call_{n}" for n in range(6)]
+    for n in range(6):
+        await store.remember("t", [turn(f"call_{n}")])  # one commit each: the bound holds at every commit, not per batch
+        assert len(store) == min(n + 1, 3)
+        assert sorted(await store.recall("t", everything)) == everything[max(0, n - 2):n + 1]  # the oldest forgotten
+    await store.close()
+
+
+async def test_a_turn_is_gone_the_moment_its_ttl_is_up(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=3, clock=clock)
+    await store.remember("t", [turn("call_1")])
+    clock.now += 59.5
+    assert set(await store.recall("t", ["call_1"])) == {"call_1"}
+    clock.now += 0.5  # exactly 60 s after it was remembered
+    assert await store.recall("t", ["call_1"]) == {}
     await store.close()
 
 
@@ -128,16 +148,15 @@ async def test_a_deleted_file_marks_the_store_down_then_a_fresh_file_is_used(tmp
     db.close()
 
 
-@pytest.mark.skipif(shutil.which("chattr") is None or os.geteuid() != 0, reason="needs chattr and root")
 async def test_an_immutable_shm_file_marks_the_store_down_instead_of_crashing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # SQLite maps an -shm it cannot write read-only; a write through it killed the process with SIGBUS.
+    require_immutable_files(tmp_path)
     path = tmp_path / "m.db"
     store = SqliteStore(str(path), ttl_seconds=60, max_entries=100)
     guarded = GuardedStore(store, backoff=Backoff(initial=0.05, maximum=0.2))
     await guarded.remember("t", [turn("call_before")])
     shm = tmp_path / "m.db-shm"
-    if subprocess.run(["chattr", "+i", str(shm)], capture_output=True).returncode != 0:
-        pytest.skip("this file system does not support the immutable attribute")
+    subprocess.run(["chattr", "+i", str(shm)], check=True)
     try:
         with caplog.at_level(logging.WARNING, logger="toolmend"):
             assert await guarded.recall("t", ["call_before"]) == {}
@@ -180,14 +199,9 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
-@pytest.mark.skipif(shutil.which("chattr") is None or os.geteuid() != 0, reason="needs chattr and root")
 def test_no_connection_is_closed_through_an_immutable_shm(tmp_path: Path) -> None:
+    require_immutable_files(tmp_path)
     path = tmp_path / "m.db"
-    probe = tmp_path / "probe"
-    probe.write_text("")
-    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
-        pytest.skip("this file system does not support the immutable attribute")
-    subprocess.run(["chattr", "-i", str(probe)], check=True)
     repo = Path(__file__).resolve().parent.parent
     try:
         child = subprocess.run([sys.executable, "-c", IMMUTABLE_SHM_CHILD, str(path)], cwd=repo, capture_output=True,
@@ -230,16 +244,37 @@ async def test_an_answer_alone_is_committed_on_the_event_loop_and_the_batch_that
     await store.close()
 
 
+async def test_a_batch_of_exactly_the_inline_bound_is_committed_on_the_loop(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100, clock=Clock())
+    names = _writers(store)
+    await store.remember("t", [turn("call_first")])  # the first batch prunes: the writer thread's
+    await store.remember("t", [turn(f"call_{n}") for n in range(sqlite_store.INLINE_TURNS)])
+    assert names[1] == threading.current_thread().name
+    await store.close()
+
+
 async def test_while_another_process_holds_the_write_lock_the_writer_thread_waits_for_it_not_the_loop(tmp_path: Path) -> None:
     store = SqliteStore(str(tmp_path / "m.db"), ttl_seconds=60, max_entries=100)
     await store.remember("t", [turn("call_1")])
     names = _writers(store)
+    loop, in_thread, inside = asyncio.get_running_loop(), asyncio.Event(), threading.Event()
+    waiting = store._insert
+
+    def insert_noting_the_thread(*args, **kwargs):
+        if threading.current_thread().name.startswith("toolmend-sqlite-writer"):
+            inside.set()
+            loop.call_soon_threadsafe(in_thread.set)  # runs only if the loop is free while the thread waits
+        try:
+            return waiting(*args, **kwargs)
+        finally:
+            inside.clear()
+
+    store._insert = insert_noting_the_thread  # type: ignore[method-assign]
     other = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another worker's transaction
     writing = asyncio.create_task(store.remember("t", [turn("call_2")]))
-    started = time.monotonic()
-    await asyncio.sleep(0.2)  # the loop is free meanwhile: this sleep ends on time
-    assert time.monotonic() - started < 1.0 and not writing.done()
+    await asyncio.wait_for(in_thread.wait(), HANG_GUARD)
+    assert inside.is_set() and not writing.done()  # the thread waits for the lock; the loop went on meanwhile
     other.execute("COMMIT")
     await asyncio.wait_for(writing, HANG_GUARD)
     other.close()

@@ -18,6 +18,7 @@ from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
 from proxy.dialects.messages.plan import retried
 from proxy.dialects.messages.rules import refused_signature
+from proxy.endpoint import REFUSAL_BYTES
 from proxy.logs import TextFormatter
 from proxy.repair import Policy
 from proxy.repair.catalog import describe
@@ -36,11 +37,12 @@ from tests.support.proxy_fixtures import (
     started,
     tenant_for,
 )
-from tests.support.retries import retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import PIECE, pieces, retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
 from tests.test_messages_support import ID_A, ID_B, MANUAL, Q, assistant, req, result, text, thinking, use, user
 
 PATH = "/v1/messages"
 HEADERS = {**AUTH, "anthropic-version": "2023-06-01"}
+RAW_HEADERS = [(name.encode(), value.encode()) for name, value in HEADERS.items()]
 REFUSAL = "messages.1.content.0: Invalid `signature` in `thinking` block"
 #: The 2026-09 wording: a block bound to another conversation prefix or system prompt.
 BOUND = (REFUSAL + ". The block is bound to a different conversation. Remove the block, or set "
@@ -180,25 +182,57 @@ async def test_the_thinking_policy_decides_whether_the_refusal_is_retried_or_rel
     assert "x-toolmend-repairs" not in response.headers
 
 
-@pytest.mark.parametrize("answer", [
-    refusal("messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01."),
-    refusal(status=401),
-    httpx.Response(400, content=b"Invalid `signature` in `thinking` block", headers={"content-type": "text/plain"}),
-    # Larger than toolmend reads (64 KB): relayed as it comes, the part read first.
-    httpx.Response(400, content=orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": REFUSAL},
-                                              "padding": "x" * 70_000}), headers={"content-type": "application/json"}),
-], ids=["other-text", "other-status", "not-json", "too-large"])
-async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstream, answer: httpx.Response) -> None:
-    route = scripted(upstream, "/messages", answer, accepted())
+JSON = "application/json"
+
+
+@pytest.mark.parametrize(("status", "content", "content_type"), [
+    (400, refusal("messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01.").content, JSON),
+    (401, refusal(status=401).content, JSON),
+    (400, b"Invalid `signature` in `thinking` block", "text/plain"),
+    (400, orjson.dumps({"message": REFUSAL}), JSON),  # the words, but not under `error`: not Anthropic's refusal
+    # Larger than toolmend reads (64 KB), arriving in pieces: relayed as it comes, the part read first, then the rest.
+    (400, orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": REFUSAL}, "padding": "x" * 70_000}), JSON),
+], ids=["other-text", "other-status", "not-json", "no-error-object", "too-large"])
+async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstream, status: int, content: bytes, content_type: str) -> None:
+    route = scripted(upstream, "/messages", pieces(status, content, content_type), accepted())
     async with running_proxy() as proxy:
         response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
-        assert (response.status_code, response.content, route.call_count) == (answer.status_code, answer.content, 1)
-        assert response.headers["content-type"] == answer.headers["content-type"]
+        assert (response.status_code, response.content, route.call_count) == (status, content, 1)
+        assert response.headers["content-type"] == content_type
         assert "x-toolmend-repairs" not in response.headers
         # The same request refused for its signature is retried: the bound and the match are what kept the others.
         route.side_effect = [refusal(), accepted()]
         assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200
     assert route.call_count == 3
+
+
+def padded_refusal(size: int) -> bytes:
+    """The signature refusal, padded to exactly ``size`` bytes."""
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": REFUSAL}, "padding": ""}
+    body["padding"] = "x" * (size - len(orjson.dumps(body)))
+    content = orjson.dumps(body)
+    assert len(content) == size
+    return content
+
+
+async def test_a_refusal_of_exactly_the_read_limit_is_read_whole_and_retried(upstream) -> None:
+    route = scripted(upstream, "/messages", pieces(400, padded_refusal(REFUSAL_BYTES)), accepted())
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LOOP, headers=HEADERS)
+    assert (response.status_code, response.json(), route.call_count) == (200, ANSWER, 2)
+
+
+async def test_an_upstream_that_breaks_off_while_its_refusal_is_read_leaves_the_answer_unfinished_and_says_so(upstream, caplog) -> None:
+    content = padded_refusal(8 * PIECE)
+    broken = pieces(400, content[:5 * PIECE], JSON, httpx.RemoteProtocolError("peer closed connection without sending complete message body"))
+    route = scripted(upstream, "/messages", broken, accepted())
+    call = AsgiCall()
+    async with running_proxy() as proxy:
+        await call_asgi(proxy.app, call, "POST", PATH, [(b"content-type", b"application/json"), *RAW_HEADERS], [orjson.dumps(LOOP)])
+    assert (call.status, route.call_count) == (400, 1)
+    assert b"".join(call.body_chunks) == content[:5 * PIECE]  # what came, as it came
+    assert not call.finished  # the body is left unterminated: the client sees the truncation, not a whole refusal
+    assert "upstream stream ended early: RemoteProtocolError" in caplog.text
 
 
 async def test_a_second_refusal_is_relayed_as_sent_after_exactly_two_calls(upstream) -> None:

@@ -479,3 +479,49 @@ def test_altered_thinking_in_the_latest_message_is_put_back_byte_for_byte() -> N
     for memory in ({**turn, "blocks": [THINK, USE_A, USE_B]}, None):
         planned = MESSAGES.plan(body, ANTHROPIC)
         assert planned is not None and planned.repair(recalled_by_ids(memory) if memory else {}, DEFAULT).findings == ()
+def test_with_thinking_off_a_turn_from_memory_loses_its_thinking_and_the_client_s_earlier_thinking_stays() -> None:
+    earlier = assistant(ALONE, text("Hello."))
+    body = body_of(Q, earlier, user(text("Weather and time?")), RESULTS)
+    result = repaired(body, recalled_by_ids(TURN))
+    assert result is not None
+    assert result.body["messages"] == [Q, earlier, user(text("Weather and time?")), assistant(SAY, USE_A, USE_B), RESULTS]
+    assert result.body["messages"][1] is earlier  # not the final message: the client's own thinking is not ours to remove
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM101", 3, "inserted"), ("TM511", 3, "removed")]
+    assert violations(result.body, state=served()) == []
+
+
+def test_every_thinking_block_at_the_end_of_a_message_goes_not_only_the_last() -> None:
+    body = body_of(Q, assistant(SAY, ALONE, THINK), user(text("Hello?")))
+    result = repaired(body)
+    assert result is not None and result.body["messages"] == [Q, assistant(SAY), user(text("Hello?"))]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM507", 1, "removed")]
+    assert violations(body, state=served()) and violations(result.body, state=served()) == []
+
+
+def test_thinking_is_not_restored_from_a_remembered_turn_that_made_only_some_of_the_final_turn_s_calls() -> None:
+    only_a = {"dialect": "messages", "ids": ["toolu_01A"], "message_id": "msg_03", "blocks": [ALONE, USE_A]}
+    body = body_of(Q, assistant(USE_A, USE_B), RESULTS, thinking=MANUAL)
+    result = repaired(body, recalled_by_ids(only_a))
+    assert result is not None and result.body["messages"] == body["messages"] and "thinking" not in result.body
+    assert [(f.code, f.action) for f in result.findings] == [("TM510", "thinking-disabled")]  # ALONE was made for A alone
+
+
+def test_every_thinking_block_after_text_moves_to_the_front_together() -> None:
+    body = body_of(Q, assistant(SAY, THINK, REDACTED, USE_A, USE_B), RESULTS, thinking=MANUAL)
+    result = repaired(body)
+    assert result is not None and result.body["messages"][1] == assistant(THINK, REDACTED, SAY, USE_A, USE_B)
+
+
+def test_a_tool_result_whose_only_content_is_empty_text_loses_its_content_not_keeps_an_empty_list() -> None:
+    body = body_of(Q, assistant(USE_A), user(answer("toolu_01A", [text("")])))
+    result = repaired(body)
+    assert result is not None and result.body["messages"][2] == user({"type": "tool_result", "tool_use_id": "toolu_01A"})
+    assert violations(result.body, state=served()) == []
+
+
+def test_only_the_thinking_of_the_remembered_turn_is_restored_not_its_text() -> None:
+    body = body_of(Q, assistant(SAY, USE_A, USE_B), RESULTS, thinking=MANUAL)
+    result = repaired(body, recalled_by_ids(TURN))
+    assert result is not None and result.body["messages"][1] == assistant(THINK, REDACTED, SAY, USE_A, USE_B)
+    assert [(f.code, f.action) for f in result.findings] == [("TM510", "restored")]
+    assert violations(result.body, state=served()) == []

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from proxy.dialects.messages.capture import CAPTURE
+from tests.support.ci import declared
 from tests.support.messages_upstream import DEFAULT_MODEL, HELLO, MessagesRecorder, make_messages_upstream
 from tests.support.messages_validator import ServerState, Violation, check, violations
 from tests.support.strict_upstream import serve
@@ -498,7 +499,7 @@ def test_redacted_thinking_upstream() -> None:
 
 
 def test_anthropic_sdk_reads_json_sse_and_errors(upstream: tuple[str, MessagesRecorder]) -> None:
-    anthropic = pytest.importorskip("anthropic")
+    anthropic = declared("anthropic")
     url, recorder = upstream
     recorder.reset()
     client = anthropic.Anthropic(base_url=url, api_key=HEADERS["x-api-key"], max_retries=0)

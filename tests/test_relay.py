@@ -1,5 +1,6 @@
 """The response path: upstream answers relayed unchanged, event streams chunk by chunk, tool calls captured."""
 
+import asyncio
 import gzip
 
 import anyio
@@ -289,18 +290,20 @@ async def relay_until_remembered(parts: list[bytes], terminal: bytes | None) -> 
     answer = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=ScriptedStream(parts))
     asgi = AsgiCall()
     seen: list[list[bytes]] = []
+    relaying: list[asyncio.Task | None] = []
 
     async def remember(turns) -> None:
         assert turns == [make_turn([call("call_any")])]
         seen.append(list(asgi.body_chunks))
         assert not asgi.finished
-        await anyio.sleep(0.01)  # the relay must wait: nothing more may go out meanwhile
-        assert asgi.body_chunks == seen[-1]
+        # Awaited by the relay's own task, which therefore sends nothing more until this returns.
+        assert asyncio.current_task() is relaying[0]
 
     async def send(message) -> None:
         asgi.sent.append(message)
 
     relay = await relay_answer(answer, CaptureOf(terminal), remember, CaptureLimit(1 << 20, lambda reason: None))
+    relaying.append(asyncio.current_task())
     with anyio.fail_after(HANG_GUARD):
         await relay({"type": "http"}, anyio.sleep_forever, send)
     return seen, asgi

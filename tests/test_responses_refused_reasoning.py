@@ -22,7 +22,7 @@ from proxy.repair import DEFAULT_PLACEHOLDER, Policy
 from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
 from tests.support.responses_validator import ServerState, first_violation, violations
-from tests.support.retries import retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import pieces, retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
 from tests.test_responses_capture import CALL, CUSTOM, REASONING, STREAM, response
 from tests.test_responses_rules import CALL_1, CALL_2, USER, body_of, output
 
@@ -168,22 +168,25 @@ async def test_the_thinking_policy_decides_whether_the_refusal_is_retried_or_rel
     assert "x-toolmend-repairs" not in response_.headers
 
 
-@pytest.mark.parametrize("answer", [
-    refusal("No tool output found for function call call_1.", code=None),
-    refusal(status=401),
-    refusal("The encrypted content for item cmp_0a18 could not be verified."),
-    httpx.Response(400, content=QUOTED.encode(), headers={"content-type": "text/plain"}),
-    # Larger than toolmend reads (64 KB): relayed as it comes, the part read first.
-    httpx.Response(400, content=orjson.dumps({"error": {"message": QUOTED, "type": "invalid_request_error", "param": None,
-                                                        "code": "invalid_encrypted_content"}, "padding": "x" * 70_000}),
-                   headers={"content-type": "application/json"}),
-], ids=["other-text", "other-status", "compaction", "not-json", "too-large"])
-async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstream, answer: httpx.Response) -> None:
-    route = scripted(upstream, "/responses", answer, accepted())
+JSON = "application/json"
+
+
+@pytest.mark.parametrize(("status", "content", "content_type"), [
+    (400, refusal("No tool output found for function call call_1.", code=None).content, JSON),
+    (401, refusal(status=401).content, JSON),
+    (400, refusal("The encrypted content for item cmp_0a18 could not be verified.").content, JSON),
+    (400, QUOTED.encode(), "text/plain"),
+    (400, orjson.dumps({"message": QUOTED, "code": "invalid_encrypted_content"}), JSON),  # not under `error`: not OpenAI's refusal
+    # Larger than toolmend reads (64 KB), arriving in pieces: relayed as it comes, the part read first, then the rest.
+    (400, orjson.dumps({"error": {"message": QUOTED, "type": "invalid_request_error", "param": None, "code": "invalid_encrypted_content"},
+                        "padding": "x" * 70_000}), JSON),
+], ids=["other-text", "other-status", "compaction", "not-json", "no-error-object", "too-large"])
+async def test_any_other_refusal_is_relayed_byte_identical_after_one_call(upstream, status: int, content: bytes, content_type: str) -> None:
+    route = scripted(upstream, "/responses", pieces(status, content, content_type), accepted())
     async with running_proxy() as proxy:
         response_ = await proxy.client.post(PATH, json=LOOP, headers=AUTH)
-        assert (response_.status_code, response_.content, route.call_count) == (answer.status_code, answer.content, 1)
-        assert response_.headers["content-type"] == answer.headers["content-type"]
+        assert (response_.status_code, response_.content, route.call_count) == (status, content, 1)
+        assert response_.headers["content-type"] == content_type
         assert "x-toolmend-repairs" not in response_.headers
         # The same request refused for its encrypted content is retried: the bound and the match kept the others.
         route.side_effect = [refusal(), accepted()]

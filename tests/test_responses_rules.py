@@ -193,3 +193,49 @@ def test_a_local_shell_output_keeps_the_id_that_names_its_call(body: dict) -> No
     answered nothing (the next repair gave it a made-up call)."""
     result = repaired(body)
     assert result is None or result.findings == ()
+
+
+def test_two_outputs_for_one_call_get_a_plan_and_are_merged_into_one() -> None:
+    body = body_of([USER, REASONING, CALL_1, output("call_1"), output("call_1", "19C")])
+    assert RESPONSES.plan(body, OPENAI) is not None  # the fast path sees the second output (TM108)
+    result = repaired(body)
+    assert result is not None
+    assert result.body["input"] == [USER, REASONING, CALL_1, output("call_1", "18C\n\n19C")]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM108", 4, "removed")]
+
+
+def test_two_identical_item_references_get_a_plan_and_the_copy_is_dropped() -> None:
+    answer = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+              "content": [{"type": "output_text", "text": "Which city?", "annotations": []}]}
+    state = ServerState()
+    state.remember("resp_3", [USER], [answer])
+    reference = {"type": "item_reference", "id": "msg_1"}
+    then = {"role": "user", "content": "Paris."}
+    body = body_of([USER, reference, dict(reference), then])
+    assert RESPONSES.plan(body, OPENAI) is not None  # the fast path counts reference ids with the others (TM403)
+    result = repaired(body)
+    assert result is not None and result.body["input"] == [USER, reference, then]
+    assert [(f.code, f.index, f.action) for f in result.findings] == [("TM403", 2, "removed")]
+    assert [v.rule for v in violations(body, state)] == ["RS-9"] and violations(result.body, state) == []
+    assert untouched(body_of([USER, reference, then]))
+
+
+def test_an_id_with_the_type_s_letters_but_not_its_prefix_is_deleted_and_so_are_the_ids_of_what_its_reasoning_made() -> None:
+    odd_call = {**CALL_1, "id": "fcall_1"}  # "fc" without the underscore: not an id the server makes
+    result = repaired(body_of([USER, odd_call, output("call_1")]))
+    assert result is not None and result.body["input"][1] == {k: v for k, v in CALL_1.items() if k != "id"}
+    # A reasoning item whose id is deleted, a call of its run with a bad id too, and then one with a good id: all three
+    # lose their ids (the server would tie the good one to a reasoning item it can no longer find).
+    bad_reasoning = {**REASONING, "id": "reasoning-1"}
+    body = body_of([USER, bad_reasoning, {**CALL_1, "id": "call-1"}, CALL_2, output("call_1"), output("call_2")])
+    result = repaired(body)
+    assert result is not None
+    assert ["id" in item for item in result.body["input"][1:4]] == [False, False, False]
+
+
+def test_of_identical_copies_of_an_item_other_than_reasoning_the_first_is_kept_wherever_it_stands() -> None:
+    answer = {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "Which city?"}]}
+    then = {"role": "user", "content": "Paris, and the time."}
+    result = repaired(body_of([USER, answer, then, dict(answer), CALL_2, output("call_2")]))
+    assert result is not None and result.body["input"] == [USER, answer, then, CALL_2, output("call_2")]
+    assert [(f.code, f.index) for f in result.findings] == [("TM403", 3)]

@@ -135,7 +135,10 @@ def test_a_header_bomb_is_cut_off_and_memory_stays_bounded(bomb: Callable[[int],
     # Socket buffers on loopback hold a few MiB at most: beyond that the server has read the head past
     # its limit, and by then its answer is there to read.
     assert sent < size, "the whole bomb went in without an answer"
-    assert answer == b"" or answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    # The refusal lingers over its answer (server.LINGER_SECONDS) reading and dropping what still comes, so the 431
+    # is never lost to a reset.
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "headers_too_large"
     assert grown < 32 * MIB, f"the server grew by {grown / MIB:.0f} MiB"
 
 
@@ -316,6 +319,66 @@ async def test_when_every_connection_has_a_request_in_flight_a_new_one_gets_503_
     assert refused.startswith(b"HTTP/1.1 503 "), refused[:200]
     assert orjson.loads(refused.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "server_busy"
     assert [answer.status_code for answer in kept] == [200] * cap
+
+
+async def test_a_body_that_trickles_in_past_the_client_timeout_is_a_408() -> None:
+    """Each piece comes well within --client-timeout, the whole body does not: the bound is on the body, not on a
+    pause (a client sending a byte now and then would otherwise hold its upstream slot for as long as it likes)."""
+    async with upstream_and_proxy("--client-timeout", "1") as (_, server, proxy):
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"POST /v1/files HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n")
+        answer, pieces = b"", 0
+        async with asyncio.timeout(GENEROUS):
+            while not answer and pieces < 100000 // 10:
+                writer.write(b"x" * 10)
+                pieces += 1
+                with contextlib.suppress(TimeoutError):  # a piece every 0.2 s: the pace of the trickle, and a look for the answer
+                    answer = await asyncio.wait_for(reader.read(65536), 0.2)
+            answer += await reader.read()  # the 408 closes the connection
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
+    assert pieces > 1  # not refused at its first piece: the time the pieces took together ran out
+
+
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def ask(connection: Connection, target: bytes = b"/healthz") -> bytes:
+    """Send a GET and read its whole answer (a Content-Length body), leaving the connection open; or what came
+    before the server closed it."""
+    reader, writer = connection
+    writer.write(b"GET %b HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n" % target)
+    return await answer_on(reader)
+
+
+async def answer_on(reader: asyncio.StreamReader) -> bytes:
+    async with asyncio.timeout(GENEROUS):
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return b""
+        length = next(int(line.partition(b":")[2]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+        return head + await reader.readexactly(length)
+
+
+async def test_at_the_connection_cap_a_refused_connection_goes_before_an_idle_keep_alive_one() -> None:
+    """The refused one has had its answer and is only lingering over it; an idle one may send its next request."""
+    cap = 16
+    async with upstream_and_proxy("--max-connections", str(cap), "--head-timeout", "600") as (upstream, server, proxy):
+        kept = [await asyncio.open_connection("127.0.0.1", proxy.port) for _ in range(cap)]
+        held = [asyncio.create_task(ask(connection, b"/v1/held")) for connection in kept]
+        await eventually(lambda: sum(r.target == b"/v1/held" for r in server.requests) == cap, "every request in flight")
+        refused = await asyncio.open_connection("127.0.0.1", proxy.port)
+        assert (await ask(refused)).startswith(b"HTTP/1.1 503 ")  # over the cap with every connection busy
+        upstream.release.set()
+        assert [answer[:13] for answer in await asyncio.gather(*held)] == [b"HTTP/1.1 200 "] * cap  # now idle, kept alive
+        newcomer = await asyncio.open_connection("127.0.0.1", proxy.port)  # over the cap again: one connection must go
+        assert (await ask(newcomer)).startswith(b"HTTP/1.1 200 ")
+        again = [await ask(connection) for connection in kept]  # none of them was the one
+        for _, writer in [*kept, refused, newcomer]:
+            writer.close()
+    assert [answer[:13] for answer in again] == [b"HTTP/1.1 200 "] * cap
 
 
 def soft_open_files(pid: int) -> int:

@@ -102,6 +102,19 @@ def test_a_named_tenant_is_its_name_and_upstream_whichever_key_the_client_presen
     assert tenancy.tenant([(b"api-key", b"tm-a1")], b"", UP) == tenant([(b"api-key", b"tm-a1")])
 
 
+def test_of_two_authorization_headers_the_last_decides_the_tenant():
+    """The last of a repeated credential header is the one that counts (``credentials.in_headers``, and so the
+    credential tenant): a named tenant's key is read the same way, not the first that matches."""
+    tenancy = Tenancy(tenants=[NamedTenant("team-a", frozenset({"tm-a1"})), NamedTenant("team-b", frozenset({"tm-b1"}))])
+    both = [(b"authorization", b"Bearer tm-a1"), (b"authorization", b"Bearer tm-b1")]
+    assert tenancy.tenant(both, b"", UP) == named_tenant_id("team-b", UP)
+    assert tenancy.tenant(both[::-1], b"", UP) == named_tenant_id("team-a", UP)
+    # A key outside every tenant after a tenant's: still that tenant's (the other key is no tenant's to decide).
+    assert tenancy.tenant([both[0], (b"authorization", b"Bearer sk-solo")], b"", UP) == named_tenant_id("team-a", UP)
+    solo = [(b"authorization", b"Bearer sk-first"), (b"authorization", b"Bearer sk-last")]
+    assert Tenancy().tenant(solo, b"", UP) == tenant([(b"authorization", b"Bearer sk-last")]) != tenant(solo[:1])
+
+
 def test_named_and_shared_tenant_values_are_the_documented_formula_literally():
     assert named_tenant_id("team-a", UP) == hashlib.sha256(b"\x00tenant\x1fteam-a\x1e" + UP.encode()).hexdigest()[:32]
     assert named_tenant_id("team-a", UP) == "f08d035df0bbd6c40a80d77fa23df78a"

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import pytest
+
+from tests.support.ci import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ class RedisServer:
 
     def __init__(self, port: int | None = None) -> None:
         if shutil.which("redis-server") is None:
-            pytest.skip("redis-server is not installed (bash .ci/run installs it)")
+            unavailable("redis-server is not installed (bash .ci/run installs it)")
         self.port = port or free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -259,7 +260,7 @@ class RedisCluster:
 
     def __init__(self, masters: int = 3) -> None:
         if shutil.which("redis-cli") is None:
-            pytest.skip("redis-cli is not installed (it comes with redis-server)")
+            unavailable("redis-cli is not installed (it comes with redis-server)")
         self.directory = tempfile.mkdtemp(prefix="toolmend-redis-cluster-")
         self.nodes = [RedisClusterNode(self.directory) for _ in range(masters)]
 

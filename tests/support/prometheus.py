@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.support.ci import unavailable
 from tests.support.processes import HANG_GUARD, free_port, stop_process, wait_answering, wait_until
 
 SKIP_REASON = "prometheus/promtool are not installed (bash .ci/run installs Debian's prometheus package)"
@@ -22,7 +22,7 @@ SKIP_REASON = "prometheus/promtool are not installed (bash .ci/run installs Debi
 
 def require_prometheus() -> None:
     if shutil.which("prometheus") is None or shutil.which("promtool") is None:
-        pytest.skip(SKIP_REASON)
+        unavailable(SKIP_REASON)
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,11 @@ import respx
 from proxy.dialects.dialect import ListHistory, retry
 from proxy.dialects.refusal import Leaving, chosen, read
 from proxy.repair import Policy, Profile
-from tests.support.proxy_fixtures import UPSTREAM
+from tests.support.proxy_fixtures import UPSTREAM, ScriptedStream
+
+#: How much of an answer's body a respx answer in ``pieces`` yields at a time: far below the 64 KB toolmend reads of
+#: a refusal, so a reader that stops at its bound leaves most of the body unread.
+PIECE = 1024
 
 
 @pytest.fixture
@@ -46,3 +50,8 @@ def retry_of(dialect: ListHistory, status: int, error: bytes, sent: dict[str, An
         return None
     leaving = chosen(refusal, fix.blobs.carried(sent), frozenset()) if fix.blobs is not None else Leaving(refusal=refusal)
     return retry(fix, sent, profile, policy, leaving)
+def pieces(status: int, content: bytes, content_type: str = "application/json", *rest: Exception) -> httpx.Response:
+    """An answer whose body arrives ``PIECE`` bytes at a time, as a real upstream's does (respx's own ``content=`` comes
+    in one piece), then raises each of ``rest`` (an upstream that breaks off)."""
+    items: list = [content[start:start + PIECE] for start in range(0, len(content), PIECE)]
+    return httpx.Response(status, headers={"content-type": content_type}, stream=ScriptedStream([*items, *rest]))

@@ -73,6 +73,11 @@ _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _EMPTY_STRING_CONTENT = frozenset({"gemini", "ollama", "xai", "deepseek", "mistral"})
 
 
+#: The rules the OpenAI upstream of the tests leaves out. A leading orphan repaired by synthesis opens the history
+#: with a call turn: OpenAI accepts that; only Gemini's GE-3 (S12) does not, and that is the gemini profile's business.
+OPENAI_SKIPS = ("S12",)
+
+
 @dataclass(frozen=True)
 class Received:
     """One request as the upstream received it: raw bytes, headers (case-insensitive), parsed JSON (or None)."""

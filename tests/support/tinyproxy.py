@@ -13,8 +13,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.support.ci import unavailable
 from tests.support.processes import free_port, stop_process, wait_until
 
 REQUEST_LINE = re.compile(r"Request \(file descriptor \d+\): (.+)$")
@@ -23,7 +22,7 @@ REQUEST_LINE = re.compile(r"Request \(file descriptor \d+\): (.+)$")
 class Tinyproxy:
     def __init__(self, folder: Path, connect_ports: tuple[int, ...], user: str | None = None, password: str | None = None) -> None:
         if shutil.which("tinyproxy") is None:
-            pytest.skip("tinyproxy is not installed (bash .ci/run installs it: apt-get install tinyproxy)")
+            unavailable("tinyproxy is not installed (bash .ci/run installs it: apt-get install tinyproxy)")
         self.port = free_port()
         self.folder = folder
         self.log_path = folder / f"tinyproxy-{self.port}.log"
