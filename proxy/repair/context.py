@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from proxy.repair.findings import CallSource, Finding, Policy
+from proxy.repair.findings import CallSource, Finding, Policy, bounded
 from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
@@ -49,8 +49,9 @@ class Context:
 
     def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0,
                source: CallSource | None = None, calls: int = 0) -> None:
-        """Note a finding; a rule that put ``calls`` tool calls back into the history names their ``source``."""
-        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, detail, source, calls))
+        """Note a finding (its detail ``bounded``); a rule that put ``calls`` tool calls back into the history names
+        their ``source``."""
+        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, bounded(detail), source, calls))
 
     def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:
         self.report(rule, message, "rejected", detail, position)
