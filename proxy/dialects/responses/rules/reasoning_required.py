@@ -34,19 +34,22 @@ def _produced(item: Any) -> bool:
     return is_call(item) or (type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant")
 
 
-def _own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
-    """The reasoning item the remembered response had right before the item (calls of one run share it), if any."""
+def _own_reasoning(turn: Turn) -> dict[Any, dict[str, Any] | None]:
+    """For each item id of the remembered response (the first item of an id), the reasoning item it had right
+    before it (calls of one run share it), or None: read once per response, not once per item that asks."""
+    own: dict[Any, dict[str, Any] | None] = {}
     reasoning: dict[str, Any] | None = None
     for item in turn.get("items", ()):
         if type(item) is not dict:
             continue
         if item.get("type") == "reasoning":
             reasoning = item
-        elif item.get("id") == item_id:
-            return reasoning
-        elif not is_call(item):
+            continue
+        if type(key := item.get("id")) is str or key is None:
+            own.setdefault(key, reasoning)
+        if not is_call(item):
             reasoning = None
-    return None
+    return own
 
 
 def _marks(item: dict[str, Any]) -> set[str]:
@@ -56,13 +59,18 @@ def _marks(item: dict[str, Any]) -> set[str]:
 
 def apply(ctx: Context) -> None:
     present: set[str] = set()  # the marks of the reasoning items before the current item
+    read: dict[int, dict[Any, dict[str, Any] | None]] = {}  # identity of a remembered response -> _own_reasoning
     for position, item in enumerate(ctx.messages):
         if type(item) is dict and item.get("type") == "reasoning":
             present |= _marks(item)
             continue
         key = recall_key(item) if _produced(item) and "id" in item else None
         turn = ctx.recalled.get(key) if key is not None else None
-        own = _own_reasoning(turn, item["id"]) if turn is not None else None
+        own = None
+        if turn is not None and (type(item_id := item["id"]) is str or item_id is None):
+            if (by_id := read.get(id(turn))) is None:
+                by_id = read[id(turn)] = _own_reasoning(turn)
+            own = by_id.get(item_id)
         if own is not None and not _marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
