@@ -145,11 +145,11 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
             raise Refused(error(400, f"We could not parse the JSON body of your request: {still}", code="invalid_json")) from None
     if type(parsed) is not dict:
         raise Refused(error(400, "The request body must be a JSON object.", code="invalid_json"))
-    length = dialect.history_length(parsed)
-    if length > settings.max_messages:
+    most = settings.max_messages
+    if dialect.history_length(parsed, most) > most:
         raise Refused(error(
-            400, f"`{dialect.history_key}` has {length} entries; this proxy accepts at most {settings.max_messages} (--max-messages).",
-            param=dialect.history_key, code="too_many_messages"))
+            400, f"`{dialect.history_key}` holds more than {most} entries ({dialect.history_entries}); this proxy accepts at most {most} "
+                 "(--max-messages).", param=dialect.history_key, code="too_many_messages"))
     return body, parsed, mended
 
 

@@ -73,8 +73,14 @@ class Dialect(Protocol):
         """The dialect's profile for a route's configured profile name (its default for a name it does not know)."""
         ...
 
-    def history_length(self, body: dict[str, Any]) -> int:
-        """How many entries the body's history has (``--max-messages`` bounds it)."""
+    @property
+    def history_entries(self) -> str:
+        """What ``history_length`` counts, as an error names it (``messages and their content blocks``)."""
+        ...
+
+    def history_length(self, body: dict[str, Any], most: int) -> int:
+        """How many entries the body's history holds, counting what the rules walk (``--max-messages`` bounds it):
+        exact up to ``most``; past it, the count stops, so it costs work bounded by ``most`` whatever the body."""
         ...
 
     def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
@@ -121,14 +127,33 @@ class ListHistory:
     history_key: str
     path: str
     refusal_fix: RefusalFix | None = None
+    #: The keys of an entry whose lists the rules walk too (each element an entry of ``history_length``).
+    walked: tuple[str, ...] = ()
+    history_entries: str
 
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.path,)
 
-    def history_length(self, body: dict[str, Any]) -> int:
+    def history_length(self, body: dict[str, Any], most: int) -> int:
         history = body.get(self.history_key)
-        return len(history) if type(history) is list else 0
+        if type(history) is not list:
+            return 0
+        count = len(history)
+        for entry in history:
+            if count > most:
+                break
+            count += self.inner_length(entry, most)
+        return count
+
+    def inner_length(self, entry: Any, most: int) -> int:
+        """How many entries an entry of the history holds: the elements of its ``walked`` lists."""
+        inner = 0
+        if type(entry) is dict:
+            for key in self.walked:
+                if type(value := entry.get(key)) is list:
+                    inner += len(value)
+        return inner
 
     def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
         return None
