@@ -1,27 +1,46 @@
-"""A repair costs work linear in the body (issue 23): a history twice as long costs about twice the work, never four
-times. Work is counted, never timed: the Python lines the check and the repair run (``sys.settrace``) and the
-peak of what they allocate (``tracemalloc``); for the rules that used to edit the history in place, the messages
-moved within the list. Each history is one that made a rule quadratic: twice as long, it cost four times as much.
+"""A repair costs work linear in the body, and stops when its client has gone (issue 23).
+
+A history twice as long costs about twice the work, never four times. Work is counted, never timed: the Python
+lines the check and the repair run (``sys.settrace``) and the peak of what they allocate (``tracemalloc``); for the
+rules that used to edit the history in place, the messages moved within the list. Each history is one that made a
+rule quadratic: twice as long, it cost four times as much. A cancelled repair is shown stopped by the rules it did
+not run, in an order of events, never by a clock.
 """
 
+import asyncio
 import sys
+import threading
 import tracemalloc
 from collections.abc import Callable, Iterable
 from typing import Any, SupportsIndex
 
+import anyio
 import orjson
 import pytest
+import respx
 
+from proxy import endpoint
 from proxy.dialects import MESSAGES, RESPONSES
 from proxy.dialects.chat import CHAT
 from proxy.dialects.dialect import Dialect
 from proxy.repair import Policy
+from proxy.repair.cancel import Cancel, Cancelled
 from proxy.repair.context import Context
 from proxy.repair.findings import DETAIL_CHARS, DETAIL_NAMES, listed, shown
 from proxy.repair.profiles import get_profile
 from proxy.repair.rule import RepairRule
-from proxy.repair.rules import duplicate_tool_result, empty_assistant_message, mistral_role_bridge, split_parallel_turn, tool_image_parts
+from proxy.repair.rules import (
+    duplicate_tool_result,
+    empty_assistant_message,
+    malformed_message,
+    mistral_role_bridge,
+    split_parallel_turn,
+    tool_image_parts,
+    unanswered_tool_call,
+)
 from proxy.turns import Turn
+from tests.support.processes import HANG_GUARD
+from tests.support.proxy_fixtures import AUTH, UPSTREAM, AsgiCall, call_asgi, running_proxy
 
 #: Twice the history may cost at most this much more work: linear with some slack (a list or dict that grows
 #: doubles its storage), where quadratic work grows four times.
@@ -313,3 +332,79 @@ def test_a_long_run_of_results_is_merged_into_one() -> None:
     duplicate_tool_result.apply(ctx)
     assert ctx.messages[2]["content"] == "\n\n".join(f"result {i}" for i in range(5))
     assert len(ctx.messages) == 3 and len(ctx.findings) == 4
+
+
+class CancelledAfter(Cancel):
+    """Set by its own ``after``-th check: as if the client left while the rule before it ran."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after, self.checked = after, 0
+
+    def check(self) -> None:
+        self.checked += 1
+        if self.checked == self.after:
+            self.set()
+        super().check()
+
+
+@pytest.mark.parametrize("name", ["chat interleaved (TM103)", "messages interleaved (TM103)", "responses interleaved, deepseek (TM103)"])
+@pytest.mark.parametrize("after", [1, 3])
+def test_a_cancelled_repair_runs_no_rule_after_the_cancel(name: str, after: int) -> None:
+    dialect, profile, make = CASES[name]
+    body = {"model": "m", **make(4)}
+    planned = dialect.plan(body, dialect.profile(profile))
+    assert planned is not None
+    cancel = CancelledAfter(after)
+    with pytest.raises(Cancelled):
+        planned.repair({}, Policy(), cancel)
+    assert cancel.checked == after  # checked before each rule: none ran once it was set
+
+
+async def test_a_repair_stops_when_its_client_has_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large body is repaired in a thread; its client leaves while the first rule runs: the client's request ends
+    (499, nothing upstream), and the thread runs no further rule."""
+    in_first_rule, released, ended = threading.Event(), threading.Event(), threading.Event()
+    later_rules: list[str] = []
+    outcome: list[BaseException | None] = []
+    first, later = malformed_message.apply, unanswered_tool_call.apply
+
+    def first_rule(ctx: Context) -> None:
+        in_first_rule.set()
+        released.wait(HANG_GUARD)
+        first(ctx)
+
+    def later_rule(ctx: Context) -> None:
+        later_rules.append(unanswered_tool_call.RULE.code)
+        later(ctx)
+
+    repaired = endpoint._repaired
+
+    def watched_repair(*args: Any) -> Any:
+        try:
+            return repaired(*args)
+        except BaseException as exc:
+            outcome.append(exc)
+            raise
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(malformed_message, "apply", first_rule)
+    monkeypatch.setattr(unanswered_tool_call, "apply", later_rule)
+    monkeypatch.setattr(endpoint, "_repaired", watched_repair)
+    body = orjson.dumps({"model": "m", **chat_interleaved(4), "padding": "x" * endpoint.LARGE_BODY_BYTES})
+    asgi = AsgiCall()
+    headers = [(b"authorization", AUTH["authorization"].encode()), (b"content-type", b"application/json")]
+    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as upstream:
+        route = upstream.post("/chat/completions").respond(json={"choices": []})
+        async with running_proxy() as proxy:
+            with anyio.fail_after(HANG_GUARD):
+                handling = asyncio.create_task(call_asgi(proxy.app, asgi, "POST", "/v1/chat/completions", headers, [body]))
+                assert await asyncio.to_thread(in_first_rule.wait, HANG_GUARD)
+                asgi.disconnect.set()
+                await handling  # answered while the first rule still runs
+                released.set()
+                assert await asyncio.to_thread(ended.wait, HANG_GUARD)
+    assert asgi.status == endpoint.CLIENT_CLOSED_REQUEST and route.call_count == 0
+    assert [type(exc) for exc in outcome] == [Cancelled]
+    assert later_rules == []

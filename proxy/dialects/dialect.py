@@ -18,6 +18,7 @@ from starlette.responses import Response
 from proxy.dialects import refusal
 from proxy.dialects.capture import Capture
 from proxy.errors import Render
+from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result
 from proxy.repair.findings import Finding, Policy
@@ -33,8 +34,9 @@ class Planned(Protocol):
     @property
     def recall(self) -> list[str]: ...
 
-    def repair(self, recalled: Recalled, policy: Policy) -> Result:
-        """The repaired body, ready to encode (``Result.body``), with its findings; never re-checks."""
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
+        """The repaired body, ready to encode (``Result.body``), with its findings; never re-checks. Ends with
+        ``Cancelled`` once ``cancel`` is set (checked between rules)."""
         ...
 
 

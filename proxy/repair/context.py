@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from proxy.repair.cancel import Cancel
 from proxy.repair.findings import CallSource, Finding, Policy, bounded
 from proxy.repair.history import Message
 from proxy.repair.rule import Rule
@@ -24,8 +25,10 @@ class Context:
 
     Rules mutate ``messages`` in place. ``origin`` maps each message object of the request (by identity)
     to its index as the client sent it, so findings point at the client's numbering even after earlier
-    rules inserted or moved messages.
+    rules inserted or moved messages. ``cancel``, when a plan sets it, gives the pass up between rules.
     """
+
+    cancel: Cancel | None = None
 
     def __init__(self, messages: list[Message], tools: Any, recalled: Recalled, policy: Policy, profile: Profile,
                  origin: dict[int, int] | None = None, request: Mapping[str, Any] | None = None) -> None:

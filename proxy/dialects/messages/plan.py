@@ -22,6 +22,7 @@ from proxy.dialects.messages.check import inspect, may_change
 from proxy.dialects.messages.rules import BLOCK_RULES, THINKING_RULES, refused_signature, thinking, thinking_required, tool_use_id, unsigned_thinking
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
+from proxy.repair.cancel import Cancel
 from proxy.repair.context import Context, Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
@@ -44,12 +45,13 @@ class MessagesPlan:
     #: those rules walk every message).
     marked: frozenset[int] | None = None
 
-    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         view = read(self.body["messages"])
         turns = {key: turn for key, turn in recalled.items() if dialect_of(turn) == "messages"}
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = viewed(turns, "messages", view_turn)
         ctx = Pending(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
+        ctx.cancel = cancel
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view), turns

@@ -20,6 +20,7 @@ from proxy.dialects.responses.items import call_id_of, is_call, is_output
 from proxy.dialects.responses.rules import AFTER_VIEW, dangling_reasoning, previous_response_items, reasoning_required, refused_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import read, view_turn, write
+from proxy.repair.cancel import Cancel
 from proxy.repair.context import Context, Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
@@ -39,7 +40,7 @@ class ResponsesPlan:
     profile: Profile
     recall: list[str]
 
-    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         resent = Context(list(self.body["input"]), self.body.get("tools"), recalled, policy, self.profile, request=self.body)
         previous_response_items.apply(resent)
         items = resent.messages
@@ -47,7 +48,7 @@ class ResponsesPlan:
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = viewed(recalled, "responses", view_turn)
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
-        ctx.findings = resent.findings
+        ctx.findings, ctx.cancel = resent.findings, cancel
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled
