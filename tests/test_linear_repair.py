@@ -133,6 +133,13 @@ def messages_remembered(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     return body, {"toolu_000001": remembered}
 
 
+def orphans_of_a_stranger_turn(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
+    """n orphan results whose ids memory answers with a turn of n calls holding none of them (TM101 listed the turn's
+    ids again for each)."""
+    turn: Turn = {"tool_calls": [{**call, "id": f"other_{i}"} for i, call in enumerate(calls(n))]}
+    return {"messages": [note(), *(result(i) for i in range(n))]}, {call["id"]: turn for call in calls(n)}
+
+
 Case = tuple[Dialect, str, Callable[[int], Any]]
 
 CASES: dict[str, Case] = {
@@ -146,6 +153,7 @@ CASES: dict[str, Case] = {
     "calls of one remembered response (TM405)": (RESPONSES, "openai", responses_reasoned),
     "calls of one remembered gemini turn (TM307)": (CHAT, "gemini", gemini_unsigned),
     "a long message with its long remembered turn (TM101, Messages)": (MESSAGES, "anthropic", messages_remembered),
+    "orphans answered by a turn that holds none of them (TM101)": (CHAT, "openai", orphans_of_a_stranger_turn),
 }
 
 

@@ -62,6 +62,7 @@ def apply(ctx: Context) -> None:
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
     order: dict[int, int] = {}  # identity -> index in the history as it came (filled the first time a turn is gathered)
+    turn_ids: dict[int, set[str]] = {}  # identity of a remembered turn -> the ids of its calls, read once per turn
     history = _Rebuilt()
     done = 0  # the messages before this one are in ``history`` (or dropped)
     for at, message, rid in orphans:
@@ -71,7 +72,7 @@ def apply(ctx: Context) -> None:
         turn = recalled.get(rid)
         if rid in declared:
             pass
-        elif turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
+        elif turn is not None and rid in _calls_of(turn, turn_ids):
             ids = call_ids(turn)
             declared.update(ids)
             _restore(ctx, history, message, turn, ids, restored, holders, order)
@@ -87,6 +88,15 @@ def apply(ctx: Context) -> None:
         history.append(message)
     history.extend(messages, done, len(messages))
     ctx.messages[:] = history.messages
+
+
+def _calls_of(turn: Turn, read: dict[int, set[str]]) -> set[str]:
+    """The ids of a remembered turn's calls, as a set made once per turn: many orphans may ask of one long turn
+    (one not holding the id it was recalled by is asked again by each of its results)."""
+    known = read.get(id(turn))
+    if known is None:
+        known = read[id(turn)] = {cid for call in turn["tool_calls"] if (cid := call_id(call)) is not None}
+    return known
 
 
 class _Rebuilt:
