@@ -147,7 +147,9 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
     if type(parsed) is not dict:
         raise Refused(error(400, "The request body must be a JSON object.", code="invalid_json"))
     most = settings.max_messages
-    if dialect.history_length(parsed, most) > most:
+    # Every entry counted takes two bytes of the body at least (a value and a comma): a body shorter than twice the
+    # limit cannot pass it, and most bodies are not walked at all.
+    if len(body) >= 2 * most and dialect.history_length(parsed, most) > most:
         raise Refused(error(
             400, f"`{dialect.history_key}` holds more than {most} entries ({dialect.history_entries}); this proxy accepts at most {most} "
                  "(--max-messages).", param=dialect.history_key, code="too_many_messages"))
