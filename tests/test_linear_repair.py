@@ -140,6 +140,16 @@ def orphans_of_a_stranger_turn(n: int) -> tuple[dict[str, Any], dict[str, Turn]]
     return {"messages": [note(), *(result(i) for i in range(n))]}, {call["id"]: turn for call in calls(n)}
 
 
+def turns_merged_by_the_client(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
+    """n remembered turns of two calls each; the client kept one call of each, all in one assistant message, and only
+    the results of the others (TM101 copied and read that message whole for each turn it gave back)."""
+    kept = [{**call, "id": f"kept_{i}"} for i, call in enumerate(calls(n))]
+    turns: list[Turn] = [{"tool_calls": [call, kept[i]]} for i, call in enumerate(calls(n))]
+    body = {"messages": [note(), {"role": "assistant", "content": None, "tool_calls": kept},
+                         *({**result(i), "tool_call_id": f"kept_{i}"} for i in range(n)), *(result(i) for i in range(n))]}
+    return body, {call["id"]: turns[i] for i, call in enumerate(calls(n))}
+
+
 Case = tuple[Dialect, str, Callable[[int], Any]]
 
 CASES: dict[str, Case] = {
@@ -154,6 +164,7 @@ CASES: dict[str, Case] = {
     "calls of one remembered gemini turn (TM307)": (CHAT, "gemini", gemini_unsigned),
     "a long message with its long remembered turn (TM101, Messages)": (MESSAGES, "anthropic", messages_remembered),
     "orphans answered by a turn that holds none of them (TM101)": (CHAT, "openai", orphans_of_a_stranger_turn),
+    "turns the client merged into one message (TM101)": (CHAT, "openai", turns_merged_by_the_client),
 }
 
 
