@@ -104,14 +104,14 @@ async def test_metrics_count_requests_repairs_recalls_and_upstream_errors(upstre
                                                for n in range(3)]}]}, "openai"),
     # Messages: one message of five blocks
     ("/v1/messages", {"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}] * 5}]}, "anthropic"),
-    # Messages: two messages, but a tool result of four parts
+    # Messages: two messages of two blocks each
     ("/v1/messages", {"max_tokens": 8, "messages": [
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "a"}] * 4}]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}, {"type": "text", "text": "b"}]}]},
      "anthropic"),
     # Responses: one message item of five parts
     ("/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"}] * 5}]}, "openai"),
-], ids=["chat tool calls and parts", "messages blocks", "messages tool result content", "responses content parts"])
+], ids=["chat tool calls and parts", "messages blocks", "messages blocks of two messages", "responses content parts"])
 async def test_the_history_limit_counts_what_the_rules_walk(upstream, path: str, body: dict, shape: str) -> None:
     """``--max-messages`` bounds the entries of a history the rules walk, not only its messages: a Messages body of one
     message of a million blocks was accepted, and repaired at a cost the limit was meant to bound (issue 23)."""
@@ -122,7 +122,7 @@ async def test_the_history_limit_counts_what_the_rules_walk(upstream, path: str,
     error = answer.json()
     if shape == "anthropic":
         assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
-        assert "more than 4 entries (messages, their content blocks" in error["error"]["message"]
+        assert "more than 4 entries (messages and their content blocks)" in error["error"]["message"]
     else:
         assert error["error"]["code"] == "too_many_messages" and "more than 4 entries" in error["error"]["message"]
 
@@ -132,10 +132,8 @@ def test_counting_the_history_stops_past_the_limit(dialect: str) -> None:
     """The count is exact up to the limit and stops past it, so it costs work bounded by the limit (it runs on the event
     loop, for every request), whatever the body."""
     one = {each.name: each for each in DIALECTS}[dialect]
-    part = ({"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "a"}]} if dialect == "messages"
-            else {"type": "text", "text": "a"})
-    per_part = 2 if dialect == "messages" else 1  # a result's content is walked too
-    assert one.history_length({one.history_key: [{"role": "user", "content": [part] * 3}] * 5}, 1_000) == 5 * (1 + 3 * per_part)
+    part = {"type": "text", "text": "a"}
+    assert one.history_length({one.history_key: [{"role": "user", "content": [part] * 3}] * 5}, 1_000) == 5 * (1 + 3)
     # Past the limit with the first of five long messages: neither its blocks nor the other four are looked into.
     assert one.history_length({one.history_key: [{"role": "user", "content": [part] * 10_000}] * 5}, 100) == 5 + 10_000
     # Longer than the limit itself: nothing is looked into.

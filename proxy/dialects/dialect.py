@@ -129,8 +129,9 @@ class ListHistory:
     history_key: str
     path: str
     refusal_fix: RefusalFix | None = None
-    #: The keys of an entry whose lists the rules walk too (each element an entry of ``history_length``).
-    walked: tuple[str, ...] = ()
+    #: Besides each entry's ``content`` list, the key of another list of it whose elements ``history_length`` counts
+    #: (chat's ``tool_calls``), if any.
+    also_counted: str | None = None
     history_entries: str
 
     @property
@@ -141,21 +142,16 @@ class ListHistory:
         history = body.get(self.history_key)
         if type(history) is not list:
             return 0
-        count = len(history)
-        for entry in history:
+        count, also = len(history), self.also_counted
+        for entry in history:  # written out, one key at a time: it runs on the event loop, over every entry
             if count > most:
                 break
-            count += self.inner_length(entry, most)
+            if type(entry) is dict:
+                if type(content := entry.get("content")) is list:
+                    count += len(content)
+                if also is not None and type(more := entry.get(also)) is list:
+                    count += len(more)
         return count
-
-    def inner_length(self, entry: Any, most: int) -> int:
-        """How many entries an entry of the history holds: the elements of its ``walked`` lists."""
-        inner = 0
-        if type(entry) is dict:
-            for key in self.walked:
-                if type(value := entry.get(key)) is list:
-                    inner += len(value)
-        return inner
 
     def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
         return None

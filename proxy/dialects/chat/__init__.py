@@ -19,7 +19,7 @@ class ChatDialect(ListHistory):
     name: DialectName = "chat"
     path = "/chat/completions"
     history_key = "messages"
-    walked = ("content", "tool_calls")
+    also_counted = "tool_calls"
     history_entries = "messages, their content parts and tool calls"
     capture = CAPTURE
     error = staticmethod(error_response)

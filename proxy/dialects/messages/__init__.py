@@ -17,7 +17,6 @@ from starlette.responses import Response
 
 from proxy.dialects.dialect import ListHistory, RefusalFix, rejection
 from proxy.dialects.messages import surrogates
-from proxy.dialects.messages.blocks import TOOL_RESULT
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
 from proxy.dialects.messages.plan import MessagesPlan, plan, retried
@@ -34,7 +33,7 @@ class MessagesDialect(ListHistory):
     #: history the upstream would refuse there (AM-4) is not refused here either.
     paths = ("/messages", "/messages/count_tokens")
     history_key = "messages"
-    history_entries = "messages, their content blocks and the content of their tool results"
+    history_entries = "messages and their content blocks"
     capture = CAPTURE
     #: A 400 refusing a thinking signature (AM-14): sent once more without its thinking (TM513).
     refusal_fix = RefusalFix(refused_signature.refused, retried)
@@ -45,20 +44,6 @@ class MessagesDialect(ListHistory):
 
     def plan(self, body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
         return plan(body, profile)
-
-    def inner_length(self, entry: Any, most: int) -> int:
-        """The blocks of a message, and the content of each of its ``tool_result`` blocks (what the rules read as a
-        result's content); a message of more than ``most`` blocks is not looked into."""
-        content = entry.get("content") if type(entry) is dict else None
-        if type(content) is not list:
-            return 0
-        inner = len(content)
-        if inner > most:
-            return inner
-        for block in content:
-            if type(block) is dict and block.get("type") == TOOL_RESULT and type(results := block.get("content")) is list:
-                inner += len(results)
-        return inner
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, anthropic_error, f"messages.{finding.index}", f"messages.{finding.index}")

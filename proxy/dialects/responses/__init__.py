@@ -26,8 +26,7 @@ class ResponsesDialect(ListHistory):
     name: DialectName = "responses"
     path = "/responses"
     history_key = "input"
-    walked = ("content", "output")
-    history_entries = "input items and their content or output parts"
+    history_entries = "input items and their content parts"
     capture = CAPTURE
     #: A 400 saying encrypted content could not be verified (RS-11): sent once more without that reasoning (TM408).
     refusal_fix = RefusalFix(refused_reasoning.refused, retried)
