@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from procs import Proc, free_port, wait_http  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-CALLS_PER_TURN = 3_000  # 100 turns for 300,000 calls: well within --max-messages
+CALLS_PER_TURN = 3_000  # 100 turns for 300,000 calls
+#: Each call counts against --max-messages (100,000 history entries by default): raised for the bench's calls.
+MAX_MESSAGES = "10000000"
 IDLE_SECONDS = 2.0
 START_TIMEOUT = 20.0
 ANSWER = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
@@ -109,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         upstream_port, proxy_port = free_port(), free_port()
         upstream = Proc("upstream", [sys.executable, __file__, "--serve-upstream", str(upstream_port)], Path(rundir), REPO)
         proxy = Proc("toolmend", [sys.executable, "-m", "proxy", "serve", "--upstream", f"http://127.0.0.1:{upstream_port}/v1",
-                                  "--host", "127.0.0.1", "--port", str(proxy_port), "--memory", "memory://"],
+                                  "--host", "127.0.0.1", "--port", str(proxy_port), "--memory", "memory://",
+                                  "--max-messages", MAX_MESSAGES],
                      Path(rundir), args.repo)
         try:
             if (reason := wait_http(proxy_port, "/healthz", proxy, START_TIMEOUT)) is not None:

@@ -80,7 +80,8 @@ SERVE_OPTIONS = (
     Option("memory_max_entries", 100_000, "turns the memory keeps at most (the oldest go first)", int),
     Option("upstream_timeout", 600.0, "seconds to wait for the upstream (connect, read, write)", float),
     Option("max_body_bytes", 32 * 1024 * 1024, "largest chat-completions request body accepted", int),
-    Option("max_messages", 10_000, "most messages a chat-completions request may carry", int),
+    Option("max_messages", 100_000, "most entries a repaired request's history may hold: messages (Responses: input items), "
+                                    "each with its content blocks or parts and tool calls", int),
     Option("max_header_bytes", 64 * 1024, "largest request head (target and header lines) accepted, counted as it arrives", int),
     Option("client_timeout", 60.0, "seconds a client may take to send its request body", float),
     Option("send_timeout", 60.0, "seconds a client may go without taking any of its answer; its connection is then closed, "
@@ -118,7 +119,7 @@ class Settings:
     memory_max_entries: int = 100_000
     upstream_timeout: float = 600.0
     max_body_bytes: int = 32 * 1024 * 1024
-    max_messages: int = 10_000
+    max_messages: int = 100_000
     max_header_bytes: int = 64 * 1024
     client_timeout: float = 60.0
     send_timeout: float = 60.0

@@ -33,6 +33,7 @@ from proxy.memory.refusals import refused_among, remember_refused
 from proxy.observe import line_of, observe_upstream
 from proxy.relay import StreamRelay, peek, relay_answer
 from proxy.repair import Policy, Profile, Result
+from proxy.repair.cancel import Cancel
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
 from proxy.router import InvalidPath, UpstreamRoute
@@ -96,7 +97,7 @@ def endpoint(dialect: Dialect) -> Handler:
             chosen = route.profile_for(parsed.get("model"))
             line.tenant, line.profile = scope[:8], chosen.name
             profile = dialect.profile(chosen.name)
-            outgoing, repairs, extra_headers = await _repair_request(state, dialect, profile, scope, body, parsed, mended, line)
+            outgoing, repairs, extra_headers = await _repair_request(request, dialect, profile, scope, body, parsed, mended, line)
             exchange = Exchange(request, state, dialect, route, path, profile, scope, line)
             sent = Sent(outgoing, parsed if outgoing is body else None, repairs, extra_headers)
             sent = await _unrefused(exchange, sent)
@@ -152,22 +153,26 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
             raise Refused(error(400, f"We could not parse the JSON body of your request: {still}", code="invalid_json")) from None
     if type(parsed) is not dict:
         raise Refused(error(400, "The request body must be a JSON object.", code="invalid_json"))
-    length = dialect.history_length(parsed)
-    if length > settings.max_messages:
+    most = settings.max_messages
+    # Every entry counted takes two bytes of the body at least (a value and a comma): a body shorter than twice the
+    # limit cannot pass it, and most bodies are not walked at all.
+    if len(body) >= 2 * most and dialect.history_length(parsed, most) > most:
         raise Refused(error(
-            400, f"`{dialect.history_key}` has {length} entries; this proxy accepts at most {settings.max_messages} (--max-messages).",
-            param=dialect.history_key, code="too_many_messages"))
+            400, f"`{dialect.history_key}` holds more than {most} entries ({dialect.history_entries}); this proxy accepts at most {most} "
+                 "(--max-messages).", param=dialect.history_key, code="too_many_messages"))
     return body, parsed, mended
 
 
-async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
+async def _repair_request(request: Request, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
                           mended: Counter[str], line: RequestLine) -> tuple[bytes, Counter[str], list[tuple[bytes, bytes]]]:
     """What to send upstream: the client's own bytes (or the bytes as mended before parsing), or the repaired
     body, with what was done by rule code and the headers saying so.
 
     The engine's work on a large body runs in a thread so that other clients are not kept waiting (the
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds), with the
-    heap frozen for the cycle collector (``heap_frozen``)."""
+    heap frozen for the cycle collector (``heap_frozen``). A client that leaves meanwhile ends the request (499),
+    and the engine, cancelled, stops at its next rule instead of repairing for no one."""
+    state: ProxyState = request.app.state.proxy
     run = _in_thread if len(body) > LARGE_BODY_BYTES else _inline
     planned = await run(dialect.plan, parsed, profile)
     outgoing: bytes | None = body
@@ -175,7 +180,15 @@ async def _repair_request(state: ProxyState, dialect: Dialect, profile: Profile,
     calls: Counter[CallSource] = Counter()
     if planned is not None:
         recalled = await state.store.recall(scope, planned.recall) if planned.recall else {}
-        result, repaired, counts, calls = await run(_repaired, planned, recalled, state.policy)
+        cancel = Cancel()
+        try:
+            with client_watch(request.receive):
+                result, repaired, counts, calls = await run(_repaired, planned, recalled, state.policy, cancel)
+        except ClientGone:
+            log.info("client left during the repair; repair stopped")
+            raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
+        finally:
+            cancel.set()  # a thread still repairing (its client gone, or the server stopping) stops at its next rule
         if result.rejected is not None:
             raise Refused(dialect.rejection(result.rejected))
         if result.changed:
@@ -395,11 +408,12 @@ async def _in_thread(function: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(heap_frozen, function, *args)
 
 
-def _repaired(planned: Planned, recalled: dict[str, Turn], policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+def _repaired(planned: Planned, recalled: dict[str, Turn], policy: Policy,
+              cancel: Cancel) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
     """The engine's result; when it changed the body, the body to send (None if too deep to encode), the
     findings counted by rule code and the calls they put back counted by source (a large history can have
-    hundreds of thousands of findings: counted here, in the thread, too)."""
-    result = planned.repair(recalled, policy)
+    hundreds of thousands of findings: counted here, in the thread, too). ``Cancelled`` once ``cancel`` is set."""
+    result = planned.repair(recalled, policy, cancel)
     if not result.changed:
         return result, None, Counter(), Counter()
     counts = Counter(finding.code for finding in result.findings)

@@ -1,4 +1,4 @@
-"""Limits (messages, slow bodies, concurrent upstream requests) and the /metrics endpoint."""
+"""Limits (history entries, slow bodies, concurrent upstream requests) and the /metrics endpoint."""
 
 import asyncio
 import logging
@@ -8,6 +8,7 @@ import httpx
 import pytest
 import respx
 
+from proxy.dialects import DIALECTS
 from proxy.forward import Upstream
 from proxy.limits import BodyDeadline
 from tests.support.processes import HANG_GUARD
@@ -158,3 +159,47 @@ async def test_a_body_timeout_after_the_answer_began_ends_it_without_a_second_an
         await running
     assert [message["type"] for message in calls.sent] == ["http.response.start"]  # no 408 after a 200 began
     assert "request body slower than 1 s (--client-timeout) after the answer began" in caplog.text
+
+
+@pytest.mark.parametrize(("path", "body", "shape"), [
+    # chat: two messages, but a turn of three calls and a user message of two parts
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                                           {"role": "assistant", "content": None, "tool_calls": [
+                                               {"id": f"call_{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                                               for n in range(3)]}]}, "openai"),
+    # Messages: one message of five blocks
+    ("/v1/messages", {"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}] * 5}]}, "anthropic"),
+    # Messages: two messages of two blocks each
+    ("/v1/messages", {"max_tokens": 8, "messages": [
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}, {"type": "text", "text": "b"}]}]},
+     "anthropic"),
+    # Responses: one message item of five parts
+    ("/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"}] * 5}]}, "openai"),
+], ids=["chat tool calls and parts", "messages blocks", "messages blocks of two messages", "responses content parts"])
+async def test_the_history_limit_counts_what_the_rules_walk(upstream, path: str, body: dict, shape: str) -> None:
+    """``--max-messages`` bounds the entries of a history the rules walk, not only its messages: a Messages body of one
+    message of a million blocks was accepted, and repaired at a cost the limit was meant to bound (issue 23)."""
+    route = upstream.post(path.removeprefix("/v1")).respond(json=ANSWER)
+    async with running_proxy(make_settings(max_messages=4)) as proxy:
+        answer = await proxy.client.post(path, json={"model": "m", **body}, headers=AUTH)
+    assert answer.status_code == 400 and route.call_count == 0
+    error = answer.json()
+    if shape == "anthropic":
+        assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+        assert "more than 4 entries (messages and their content blocks)" in error["error"]["message"]
+    else:
+        assert error["error"]["code"] == "too_many_messages" and "more than 4 entries" in error["error"]["message"]
+
+
+@pytest.mark.parametrize("dialect", ["chat", "messages", "responses"])
+def test_counting_the_history_stops_past_the_limit(dialect: str) -> None:
+    """The count is exact up to the limit and stops past it, so it costs work bounded by the limit (it runs on the event
+    loop, for every request), whatever the body."""
+    one = {each.name: each for each in DIALECTS}[dialect]
+    part = {"type": "text", "text": "a"}
+    assert one.history_length({one.history_key: [{"role": "user", "content": [part] * 3}] * 5}, 1_000) == 5 * (1 + 3)
+    # Past the limit with the first of five long messages: neither its blocks nor the other four are looked into.
+    assert one.history_length({one.history_key: [{"role": "user", "content": [part] * 10_000}] * 5}, 100) == 5 + 10_000
+    # Longer than the limit itself: nothing is looked into.
+    assert one.history_length({one.history_key: [{"role": "user", "content": [part] * 3}] * 101}, 100) == 101

@@ -19,6 +19,7 @@ from proxy.dialects import refusal
 from proxy.dialects.capture import Capture
 from proxy.dialects.refusal import Leaving, Refusal
 from proxy.errors import Render
+from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result
 from proxy.repair.findings import Finding, Policy
@@ -34,8 +35,9 @@ class Planned(Protocol):
     @property
     def recall(self) -> list[str]: ...
 
-    def repair(self, recalled: Recalled, policy: Policy) -> Result:
-        """The repaired body, ready to encode (``Result.body``), with its findings; never re-checks."""
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
+        """The repaired body, ready to encode (``Result.body``), with its findings; never re-checks. Ends with
+        ``Cancelled`` once ``cancel`` is set (checked between rules)."""
         ...
 
 
@@ -74,8 +76,14 @@ class Dialect(Protocol):
         """The dialect's profile for a route's configured profile name (its default for a name it does not know)."""
         ...
 
-    def history_length(self, body: dict[str, Any]) -> int:
-        """How many entries the body's history has (``--max-messages`` bounds it)."""
+    @property
+    def history_entries(self) -> str:
+        """What ``history_length`` counts, as an error names it (``messages and their content blocks``)."""
+        ...
+
+    def history_length(self, body: dict[str, Any], most: int) -> int:
+        """How many entries the body's history holds, counting what the rules walk (``--max-messages`` bounds it):
+        exact up to ``most``; past it, the count stops, so it costs work bounded by ``most`` whatever the body."""
         ...
 
     def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
@@ -145,14 +153,29 @@ class ListHistory:
     history_key: str
     path: str
     refusal_fixes: tuple[RefusalFix, ...] = ()
+    #: Besides each entry's ``content`` list, the key of another list of it whose elements ``history_length`` counts
+    #: (chat's ``tool_calls``), if any.
+    also_counted: str | None = None
+    history_entries: str
 
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.path,)
 
-    def history_length(self, body: dict[str, Any]) -> int:
+    def history_length(self, body: dict[str, Any], most: int) -> int:
         history = body.get(self.history_key)
-        return len(history) if type(history) is list else 0
+        if type(history) is not list:
+            return 0
+        count, also = len(history), self.also_counted
+        for entry in history:  # written out, one key at a time: it runs on the event loop, over every entry
+            if count > most:
+                break
+            if type(entry) is dict:
+                if type(content := entry.get("content")) is list:
+                    count += len(content)
+                if also is not None and type(more := entry.get(also)) is list:
+                    count += len(more)
+        return count
 
     def mend(self, body: bytes, error: orjson.JSONDecodeError) -> tuple[bytes, Counter[str]] | None:
         return None

@@ -6,7 +6,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from proxy.repair.findings import CallSource, Finding, Policy
+from proxy.repair.cancel import Cancel
+from proxy.repair.findings import CallSource, Finding, Policy, bounded
 from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
@@ -24,8 +25,10 @@ class Context:
 
     Rules mutate ``messages`` in place. ``origin`` maps each message object of the request (by identity)
     to its index as the client sent it, so findings point at the client's numbering even after earlier
-    rules inserted or moved messages.
+    rules inserted or moved messages. ``cancel``, when a plan sets it, gives the pass up between rules.
     """
+
+    cancel: Cancel | None = None
 
     def __init__(self, messages: list[Message], tools: Any, recalled: Recalled, policy: Policy, profile: Profile,
                  origin: dict[int, int] | None = None, request: Mapping[str, Any] | None = None) -> None:
@@ -49,8 +52,9 @@ class Context:
 
     def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0,
                source: CallSource | None = None, calls: int = 0) -> None:
-        """Note a finding; a rule that put ``calls`` tool calls back into the history names their ``source``."""
-        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, detail, source, calls))
+        """Note a finding (its detail ``bounded``); a rule that put ``calls`` tool calls back into the history names
+        their ``source``."""
+        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, bounded(detail), source, calls))
 
     def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:
         self.report(rule, message, "rejected", detail, position)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from proxy.repair.cancel import Cancel
 from proxy.repair.clean import is_clean
 from proxy.repair.context import Context, Recalled
 from proxy.repair.findings import Finding, Policy
@@ -49,9 +50,10 @@ class Plan:
     profile: Profile
     recall: list[str]
 
-    def repair(self, recalled: Recalled = NOTHING_RECALLED, policy: Policy = DEFAULT_POLICY) -> Result:
-        """Run the rules over a copy of the body, with ``recalled`` (call id -> remembered turn) in hand."""
-        return run(self.body, recalled, self.profile, policy)
+    def repair(self, recalled: Recalled = NOTHING_RECALLED, policy: Policy = DEFAULT_POLICY, cancel: Cancel | None = None) -> Result:
+        """Run the rules over a copy of the body, with ``recalled`` (call id -> remembered turn) in hand; ``Cancelled``
+        once ``cancel`` is set."""
+        return run(self.body, recalled, self.profile, policy, cancel)
 
 
 def _copy_message(message: Any) -> Any:
@@ -109,17 +111,22 @@ def repair(body: Any, recalled: Recalled = NOTHING_RECALLED, profile: str | Prof
 
 
 def refused(ctx: Context, rules: Iterable[RepairRule]) -> bool:
-    """Apply ``rules`` in order; True as soon as one refuses the request (``ctx.rejected``), the rest not run."""
+    """Apply ``rules`` in order; True as soon as one refuses the request (``ctx.rejected``), the rest not run.
+    ``Cancelled`` before a rule once ``ctx.cancel`` is set."""
+    cancel = ctx.cancel
     for rule in rules:
+        if cancel is not None:
+            cancel.check()
         rule.apply(ctx)
         if ctx.rejected is not None:
             return True
     return False
 
 
-def run(body: dict[str, Any], recalled: Recalled, profile: Profile, policy: Policy) -> Result:
+def run(body: dict[str, Any], recalled: Recalled, profile: Profile, policy: Policy, cancel: Cancel | None = None) -> Result:
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
     ctx = Context(repaired["messages"], repaired.get("tools"), recalled, policy, profile)
+    ctx.cancel = cancel
     try:
         if refused(ctx, (*UNIVERSAL, *profile.rules, *FINAL)):
             return Result(body, tuple(ctx.findings), ctx.rejected)

@@ -1,7 +1,7 @@
 """What the repair engine reports, and the knobs a user turns."""
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +26,33 @@ DEFAULT_PLACEHOLDER_NAME = "unknown_tool"
 #: made, with arguments ``{}``). Both look alike in the rule counts; they are reported apart.
 CallSource = Literal["recalled", "synthesized"]
 CALL_SOURCES: tuple[CallSource, ...] = ("recalled", "synthesized")
+
+
+#: The most names (call ids, keys) one finding's detail lists, and the most characters it shows of one name. A
+#: finding is about one message, but what it names may be shared by thousands (every id of a long parallel turn):
+#: listed whole in each finding, a long history made as many copies of the list as it had findings.
+DETAIL_NAMES = 3
+DETAIL_NAME_CHARS = 64
+#: The longest detail a finding keeps (``bounded``), whatever a rule wrote: with the two bounds above, the findings
+#: of a repair take memory linear in their number.
+DETAIL_CHARS = 512
+
+
+def shown(name: str) -> str:
+    """A name (an id, a key) as a detail shows it: whole, or its first ``DETAIL_NAME_CHARS`` characters and its length."""
+    return name if len(name) <= DETAIL_NAME_CHARS else f"{name[:DETAIL_NAME_CHARS]}... ({len(name)} characters)"
+
+
+def listed(names: Collection[str]) -> str:
+    """``a, b, c and 7 more``: the first ``DETAIL_NAMES`` names, each ``shown``, and how many were left out."""
+    first = [shown(name) for _, name in zip(range(DETAIL_NAMES), names, strict=False)]
+    more = len(names) - len(first)
+    return ", ".join(first) + (f" and {more} more" if more else "")
+
+
+def bounded(detail: str) -> str:
+    """``detail`` cut to ``DETAIL_CHARS`` characters (what a finding keeps)."""
+    return detail if len(detail) <= DETAIL_CHARS else f"{detail[:DETAIL_CHARS]}..."
 
 
 @dataclass(frozen=True, slots=True)

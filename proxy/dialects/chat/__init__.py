@@ -19,6 +19,8 @@ class ChatDialect(ListHistory):
     name: DialectName = "chat"
     path = "/chat/completions"
     history_key = "messages"
+    also_counted = "tool_calls"
+    history_entries = "messages, their content parts and tool calls"
     capture = CAPTURE
     error = staticmethod(error_response)
 

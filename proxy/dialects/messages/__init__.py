@@ -33,6 +33,7 @@ class MessagesDialect(ListHistory):
     #: history the upstream would refuse there (AM-4) is not refused here either.
     paths = ("/messages", "/messages/count_tokens")
     history_key = "messages"
+    history_entries = "messages and their content blocks"
     capture = CAPTURE
     #: A 400 refusing a thinking signature (AM-14): sent once more without its thinking (TM513).
     refusal_fixes = (RefusalFix(refused_signature.refused, retried,

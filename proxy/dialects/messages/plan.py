@@ -34,6 +34,7 @@ from proxy.dialects.messages.rules import (
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
 from proxy.dialects.refusal import EVERY, Leaving, Refusing
+from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
@@ -59,7 +60,7 @@ class MessagesPlan:
     #: client may have altered (AM-13), and a history memory agrees with is not read at all.
     broken: bool = True
 
-    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         if not self.broken and not altered_thinking.altered(self.body["messages"], recalled):
             return Result(self.body, ())
         view = read(self.body["messages"])
@@ -67,6 +68,7 @@ class MessagesPlan:
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = viewed(turns, "messages", view_turn)
         ctx = Pending(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
+        ctx.cancel = cancel
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view), turns

@@ -27,6 +27,8 @@ from itertools import islice
 from operator import is_
 from typing import Any
 
+import orjson
+
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.messages.blocks import REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_use, tool_use_id_of
 from proxy.repair.history import Message
@@ -349,7 +351,17 @@ def _with_recalled(entries: list[Message], blocks: list[Any]) -> list[Any]:
                     remembered.update(map(id, before))
                 else:
                     own += before
-    kept = [block for block in own if id(block) not in remembered]
-    blocks = [block for block in blocks if id(block) not in remembered or block not in kept]
+    kept = {_equal_as(block) for block in own if id(block) not in remembered}
+    blocks = [block for block in blocks if id(block) not in remembered or _equal_as(block) not in kept]
     return ([b for b in blocks if is_thinking(b)] + [b for b in blocks if not is_thinking(b) and not is_tool_use(b)]
             + [b for b in blocks if is_tool_use(b)])
+
+
+def _equal_as(block: Any) -> Any:
+    """What tells equal blocks: their JSON text with sorted keys (a set of them is looked up, not searched block by
+    block, which made a long message with a long remembered turn quadratic). A block nested too deep to encode
+    equals no other: the request is refused as too deep to send anyway."""
+    try:
+        return orjson.dumps(block, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return id(block)

@@ -27,6 +27,7 @@ class ResponsesDialect(ListHistory):
     name: DialectName = "responses"
     path = "/responses"
     history_key = "input"
+    history_entries = "input items and their content parts"
     capture = CAPTURE
     #: A 400 saying encrypted content could not be verified (RS-11): sent once more without that reasoning (TM408).
     #: A 404 naming an item id the server does not know (RS-8): sent once more without that item, or its id (TM409).

@@ -30,6 +30,7 @@ from proxy.dialects.responses.rules import (
 )
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import is_reasoning, marks, read, view_turn, write
+from proxy.repair.cancel import Cancel
 from proxy.repair.context import Context, Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
@@ -49,7 +50,7 @@ class ResponsesPlan:
     profile: Profile
     recall: list[str]
 
-    def repair(self, recalled: Recalled, policy: Policy) -> Result:
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         resent = Context(list(self.body["input"]), self.body.get("tools"), recalled, policy, self.profile, request=self.body)
         previous_response_items.apply(resent)
         items = resent.messages
@@ -58,7 +59,7 @@ class ResponsesPlan:
         held = frozenset(mark for item in items if is_reasoning(item) for mark in marks(item))
         remembered = viewed(recalled, "responses", partial(view_turn, held=held))
         ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
-        ctx.findings = resent.findings
+        ctx.findings, ctx.cancel = resent.findings, cancel
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled

@@ -19,6 +19,7 @@ Good:
 """
 
 from proxy.repair.context import Context
+from proxy.repair.findings import shown
 from proxy.repair.history import Message, call_id, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
@@ -30,6 +31,7 @@ def apply(ctx: Context) -> None:
         return  # nothing is renamed unless an id is declared twice
     seen: set[str] = set()
     current: dict[str, str] = {}  # id as the client wrote it -> id of its latest declaration
+    suffixes: dict[str, int] = {}  # id as the client wrote it -> the suffix its next rename tries first
     for position, message in enumerate(ctx.messages):
         if is_call_turn(message):
             for call in message["tool_calls"]:
@@ -37,15 +39,15 @@ def apply(ctx: Context) -> None:
                 if original is None:
                     continue
                 if original in seen:
-                    call["id"] = _unused(original, seen)
-                    ctx.report(RULE, message, "renamed", f"duplicate call id {original} -> {call['id']}", position)
+                    call["id"] = _unused(original, seen, suffixes)
+                    ctx.report(RULE, message, "renamed", f"duplicate call id {shown(original)} -> {shown(call['id'])}", position)
                 seen.add(call["id"])
                 current[original] = call["id"]
         elif is_tool(message):
             original = result_id(message)
             if original is not None and current.get(original, original) != original:
                 message["tool_call_id"] = current[original]
-                ctx.report(RULE, message, "renamed", f"result of duplicate call id {original} -> {current[original]}", position)
+                ctx.report(RULE, message, "renamed", f"result of duplicate call id {shown(original)} -> {shown(current[original])}", position)
 
 
 def _any_repeated(messages: list[Message]) -> bool:
@@ -63,8 +65,11 @@ def _any_repeated(messages: list[Message]) -> bool:
     return False
 
 
-def _unused(original: str, seen: set[str]) -> str:
-    suffix = 2
+def _unused(original: str, seen: set[str], suffixes: dict[str, int]) -> str:
+    """The first ``<original>_<n>`` (n from 2) not in ``seen``. The ids seen only grow, so the search for an id's next
+    rename starts past its last one: an id declared a thousand times is not tried against every earlier rename."""
+    suffix = suffixes.get(original, 2)
     while f"{original}_{suffix}" in seen:
         suffix += 1
+    suffixes[original] = suffix + 1
     return f"{original}_{suffix}"

@@ -14,7 +14,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import is_empty_content
+from proxy.repair.history import Message, is_empty_content
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM109", "empty-assistant-message", ("S10", "OAI-9", "MI-6", "XA-1", "AN-4"))
@@ -32,11 +32,12 @@ def is_empty_assistant(message: dict) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    position = 0
-    while position < len(ctx.messages):
-        message = ctx.messages[position]
+    # The history is copied without them (``del`` would move every later message, for each one removed).
+    kept: list[Message] = []
+    for message in ctx.messages:
         if is_empty_assistant(message):
-            del ctx.messages[position]
-            ctx.report(RULE, message, "removed", "assistant message with no content and no tool calls removed", position)
+            ctx.report(RULE, message, "removed", "assistant message with no content and no tool calls removed", len(kept))
         else:
-            position += 1
+            kept.append(message)
+    if len(kept) != len(ctx.messages):
+        ctx.messages[:] = kept

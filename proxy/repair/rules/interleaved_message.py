@@ -21,6 +21,7 @@ Good:
 """
 
 from proxy.repair.context import Context
+from proxy.repair.findings import listed
 from proxy.repair.history import declared_ids
 from proxy.repair.rule import Rule
 
@@ -66,7 +67,8 @@ def apply(ctx: Context) -> None:
 def _gather_results(ctx: Context, turn: int) -> None:
     """Within the turn's reach (up to the next assistant message), put its own results first."""
     messages = ctx.messages
-    ids = set(declared_ids(messages[turn]))
+    declared = declared_ids(messages[turn])
+    ids = set(declared)
     reach, last_own, first_other = turn + 1, -1, -1
     while reach < len(messages) and messages[reach].get("role") != "assistant":
         message = messages[reach]
@@ -82,5 +84,6 @@ def _gather_results(ctx: Context, turn: int) -> None:
     own = [m for m in span if m.get("role") == "tool" and m.get("tool_call_id") in ids]
     owned = {id(m) for m in own}
     messages[turn + 1 : reach] = own + [m for m in span if id(m) not in owned]
+    block = listed(declared)  # once: every message moved out of a long block names the same calls
     for message in displaced:
-        ctx.report(RULE, message, "moved", f"{message.get('role')} message moved after the tool block of {sorted(ids)}", turn)
+        ctx.report(RULE, message, "moved", f"{message.get('role')} message moved after the tool block of {block}", turn)

@@ -36,12 +36,15 @@ def is_clean(messages: list[Any], profile: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    messages = ctx.messages
-    position = 1
-    while position < len(messages):
-        if messages[position - 1].get("role") == "tool" and messages[position].get("role") in NEEDS_BRIDGE:
-            following = messages[position]
-            messages.insert(position, {"role": "assistant", "content": BRIDGE_TEXT})
-            ctx.report(RULE, following, "inserted", f"assistant bridge before a {following.get('role')} message that followed a tool result", position)
-            position += 1
-        position += 1
+    # The history is copied with the bridges in place, not edited by ``insert``: each insertion would move every later
+    # message, and a long history of tool results followed by user messages became quadratic.
+    out: list[Any] = []
+    before: Any = None
+    for following in ctx.messages:
+        if before is not None and before.get("role") == "tool" and following.get("role") in NEEDS_BRIDGE:
+            ctx.report(RULE, following, "inserted", f"assistant bridge before a {following.get('role')} message that followed a tool result", len(out))
+            out.append({"role": "assistant", "content": BRIDGE_TEXT})
+        out.append(following)
+        before = following
+    if len(out) != len(ctx.messages):
+        ctx.messages[:] = out

@@ -24,12 +24,16 @@ Good:
     {"role": "tool", "tool_call_id": "call_Xq3", "content": "18C"}
 """
 
+from __future__ import annotations
+
+from collections import Counter
 from typing import Any
 
 import orjson
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, call_id, declared_ids, is_assistant, is_call_turn, is_tool, result_id
+from proxy.repair.findings import listed
+from proxy.repair.history import Message, call_id, calls_of, is_assistant, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 from proxy.turns import Turn, call_ids
 
@@ -58,10 +62,10 @@ def apply(ctx: Context) -> None:
     if not orphans:
         return
     recalled = ctx.recalled
-    restored: set[str] = set()  # first call id of every remembered turn already put back
+    kept = _Holders(holders, messages)
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
-    order: dict[int, int] = {}  # identity -> index in the history as it came (filled the first time a turn is gathered)
+    turn_ids: dict[int, set[str]] = {}  # identity of a remembered turn -> the ids of its calls, read once per turn
     history = _Rebuilt()
     done = 0  # the messages before this one are in ``history`` (or dropped)
     for at, message, rid in orphans:
@@ -71,10 +75,10 @@ def apply(ctx: Context) -> None:
         turn = recalled.get(rid)
         if rid in declared:
             pass
-        elif turn is not None and rid in [call_id(call) for call in turn["tool_calls"]]:
+        elif turn is not None and rid in _calls_of(turn, turn_ids):
             ids = call_ids(turn)
             declared.update(ids)
-            _restore(ctx, history, message, turn, ids, restored, holders, order)
+            _restore(ctx, history, message, turn, ids, kept)
         elif ctx.policy.orphans == "reject":
             ctx.reject(RULE, message, f"tool message answers call {rid}, which is neither in the request nor remembered", position)
             return
@@ -86,7 +90,17 @@ def apply(ctx: Context) -> None:
             _synthesize(ctx, history, message, synthesized)
         history.append(message)
     history.extend(messages, done, len(messages))
+    kept.write()
     ctx.messages[:] = history.messages
+
+
+def _calls_of(turn: Turn, read: dict[int, set[str]]) -> set[str]:
+    """The ids of a remembered turn's calls, as a set made once per turn: many orphans may ask of one long turn
+    (one not holding the id it was recalled by is asked again by each of its results)."""
+    known = read.get(id(turn))
+    if known is None:
+        known = read[id(turn)] = {cid for call in turn["tool_calls"] if (cid := call_id(call)) is not None}
+    return known
 
 
 class _Rebuilt:
@@ -124,41 +138,30 @@ class _Rebuilt:
         return self.messages[start] if 0 <= start < len(self.messages) - 1 else None
 
 
-def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_of_turn: list[str], restored: set[str],
-             holders: dict[str, Message], order: dict[int, int]) -> None:
+def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_of_turn: list[str], kept: _Holders) -> None:
     """Put the remembered turn back before ``orphan``, which comes next in ``history`` (``ids_of_turn``: its
     ``call_ids``)."""
     position = len(history.messages)
     key = ids_of_turn[0]  # recalled by one of its ids: it has one
-    if key in restored:
+    if key in kept.restored:
         return  # an earlier result of the same turn brought it back; later rules place this one
-    restored.add(key)
+    kept.restored.add(key)
     calls: list[dict[str, Any]] = orjson.loads(orjson.dumps(turn["tool_calls"]))  # never alias the memory
-    ids = ", ".join(call_id(call) or "?" for call in calls)
+    ids = listed([call_id(call) or "?" for call in calls])
     # Kept assistant messages that still declare some of the turn's calls (one, or several when the client
     # stored the turn split apart, with other messages between the parts): the first gets the whole turn.
     turn_ids = set(ids_of_turn)
-    candidates = {id(m): m for cid in turn_ids if (m := holders.get(cid)) is not None}
-    holding = [m for m in candidates.values() if any(holders.get(cid) is m for cid in declared_ids(m) if cid in turn_ids)]
-    if len(holding) > 1:  # in the order they stand in the history
-        if not order:
-            order.update({id(m): index for index, m in enumerate(ctx.messages)})
-        holding.sort(key=lambda m: order[id(m)])
+    holding = kept.holding(turn_ids)
     if holding:
         holder, parts = holding[0], holding[1:]
         # The turn's calls in the turn's order (the client's copy where it kept one), then any calls of the
         # holder the turn does not know (a later turn that reused an id): nothing declared is lost.
-        kept = {call_id(call): call for m in holding for call in m["tool_calls"] if call_id(call) in turn_ids}
-        own = [call for call in holder["tool_calls"] if call_id(call) not in turn_ids]
-        holder["tool_calls"] = [kept.get(call_id(call), call) for call in calls] + own
+        copies = kept.copies(holding, turn_ids)
+        kept.put_first(holder, [copies.get(call_id(call), call) for call in calls], turn_ids)
         for part in parts:  # each call is declared once (S4): the other parts keep only calls of their own
-            rest = [call for call in part["tool_calls"] if call_id(call) not in turn_ids]
-            if rest:
-                part["tool_calls"] = rest
-            else:
-                del part["tool_calls"]  # left without calls: TM109 removes it unless it has text
+            kept.put_first(part, [], turn_ids)
         gathered = f", gathered from {len(holding)} assistant messages" if parts else ""
-        missing = sum(1 for call in calls if call_id(call) not in holders)  # the client kept the others
+        missing = sum(1 for call in calls if call_id(call) not in kept.by_id)  # the client kept the others
         ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory{gathered}", position,
                    "recalled", missing)
         return
@@ -170,6 +173,101 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_o
         return
     history.append({"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
     ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position, "recalled", len(calls))
+
+
+class _Holders:
+    """The client's assistant messages that declare calls, as restores give them whole turns and take calls from them.
+
+    A message may hold calls of many remembered turns (a client that merged them); edited in place, it was copied
+    once per turn, and read whole to tell whether it still declared a turn's call, which made such a history
+    quadratic. Here each message's calls are counted by id and the edits kept in order, and its list is written once,
+    at the end (``write``). A message left without calls loses its ``tool_calls`` at once, as later restores look."""
+
+    def __init__(self, holders: dict[str, Message], messages: list[Message]) -> None:
+        self.by_id = holders  # call id -> the latest message that declares it, as sent
+        self.restored: set[str] = set()  # first call id of every remembered turn already put back
+        self._messages = messages
+        self._order: dict[int, int] = {}  # identity -> index in the history as it came (filled when first needed)
+        self._edited: dict[int, _Edited] = {}
+
+    def holding(self, turn_ids: set[str]) -> list[Message]:
+        """The messages that still declare some of ``turn_ids`` as their latest declaration, in history order."""
+        holding: dict[int, Message] = {}
+        for cid in turn_ids:
+            m = self.by_id.get(cid)
+            if m is not None and id(m) not in holding and self._state(m).declared[cid] > 0:
+                holding[id(m)] = m
+        found = list(holding.values())
+        if len(found) > 1:  # in the order they stand in the history
+            if not self._order:
+                self._order.update({id(m): index for index, m in enumerate(self._messages)})
+            found.sort(key=lambda m: self._order[id(m)])
+        return found
+
+    def copies(self, holding: list[Message], turn_ids: set[str]) -> dict[str | None, dict[str, Any]]:
+        """The client's own copy of each of ``turn_ids`` these messages declare (the last one, in history order)."""
+        copies: dict[str | None, dict[str, Any]] = {}
+        for m in holding:
+            last = self._state(m).last
+            for cid in turn_ids:
+                if (call := last.get(cid)) is not None:
+                    copies[cid] = call
+        return copies
+
+    def put_first(self, message: Message, calls: list[dict[str, Any]], turn_ids: set[str]) -> None:
+        """``message``'s calls become ``calls``, then those it had of no id in ``turn_ids``."""
+        state = self._state(message)
+        state.edits.append((calls, turn_ids))
+        for cid in turn_ids:
+            state.size -= state.declared.pop(cid, 0)
+            state.last.pop(cid, None)
+        state.size += len(calls)
+        for call in calls:
+            if (given := call_id(call)) is not None:
+                state.declared[given] += 1
+                state.last[given] = call
+        if not state.size:
+            del message["tool_calls"]  # left without calls: TM109 removes it unless it has text
+            del self._edited[id(message)]  # whatever it is given later, it holds as given
+
+    def write(self) -> None:
+        """Each edited message's calls: the calls of its latest edit, then those of the one before that no later edit
+        took out, ..., then its own calls that no edit took out."""
+        for state in self._edited.values():
+            if not state.edits:
+                continue
+            calls: list[Any] = []
+            taken: set[str] = set()  # the ids the later edits took out
+            for given, turn_ids in reversed(state.edits):
+                calls += [call for call in given if call_id(call) not in taken]
+                taken |= turn_ids
+            calls += [call for call in state.message["tool_calls"] if call_id(call) not in taken]
+            state.message["tool_calls"] = calls
+
+    def _state(self, message: Message) -> _Edited:
+        state = self._edited.get(id(message))
+        if state is None:
+            state = self._edited[id(message)] = _Edited(message)
+        return state
+
+
+class _Edited:
+    """One message's calls as the restores left them: how many of each id, the last call of each id, and the edits
+    (calls put first, ids taken out) still to be written into its ``tool_calls``."""
+
+    __slots__ = ("declared", "edits", "last", "message", "size")
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        calls = calls_of(message)
+        self.size = len(calls)
+        self.declared: Counter[str] = Counter()
+        self.last: dict[str, Any] = {}
+        for call in calls:
+            if (cid := call_id(call)) is not None:
+                self.declared[cid] += 1
+                self.last[cid] = call
+        self.edits: list[tuple[list[dict[str, Any]], set[str]]] = []
 
 
 def _synthesize(ctx: Context, history: _Rebuilt, orphan: Message, synthesized: set[int]) -> None:

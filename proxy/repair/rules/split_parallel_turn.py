@@ -34,30 +34,42 @@ def apply(ctx: Context) -> None:
     for later, m in enumerate(ctx.messages):
         current = type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and len(calls) > 0
         if current and previous:
-            position = later - 1
+            start = later - 1
             break
         previous = current
     else:
         return
-    while position + 1 < len(ctx.messages):
-        first, second = ctx.messages[position], ctx.messages[position + 1]
-        if is_call_turn(first) and is_call_turn(second):
-            first["tool_calls"].extend(second["tool_calls"])
+    # The history is copied with each run of call turns made one, not edited by ``del``, and each run's texts are
+    # joined once: deleting, or joining the texts so far, for every turn of a long run was quadratic.
+    messages = ctx.messages
+    out = messages[:start]
+    position, count = start, len(messages)
+    while position < count:
+        first = messages[position]
+        out.append(first)
+        end = position + 1
+        if is_call_turn(first):
+            while end < count and is_call_turn(second := messages[end]):
+                first["tool_calls"].extend(second["tool_calls"])
+                ctx.report(RULE, second, "merged", f"{len(second['tool_calls'])} call(s) merged into the previous assistant turn", len(out))
+                end += 1
+            run = messages[position:end]
             for key in ("content", "reasoning_content"):
-                if key in second or key in first:
-                    first[key] = _joined(first.get(key), second.get(key))
-            del ctx.messages[position + 1]
-            ctx.report(RULE, second, "merged", f"{len(second['tool_calls'])} call(s) merged into the previous assistant turn", position + 1)
-        else:
-            position += 1
+                if len(run) > 1 and any(key in turn for turn in run):
+                    first[key] = _joined([turn.get(key) for turn in run])
+        position = end
+    messages[:] = out
 
 
-def _joined(first: Any, second: Any) -> Any:
-    """Both texts, nothing lost: the non-empty one, or both joined by a newline (lists concatenated)."""
-    if is_empty_content(second):
-        return first
-    if is_empty_content(first):
-        return second
-    if type(first) is str and type(second) is str:
-        return first + "\n" + second
-    return as_parts(first) + as_parts(second)
+def _joined(texts: list[Any]) -> Any:
+    """The texts of a run of turns, nothing lost: the first when the others are empty; else the non-empty ones, the
+    strings joined by a newline until the first that is not one, from which on each is a list of parts, concatenated
+    (what joining them two at a time made)."""
+    full = [text for text in texts if not is_empty_content(text)]
+    if len(full) < 2:
+        return full[0] if full else texts[0]
+    strings = next((k for k, text in enumerate(full) if type(text) is not str), len(full))
+    if strings == len(full):
+        return "\n".join(full)
+    head = ["\n".join(full[:strings])] if strings else []
+    return [part for text in (*head, *full[strings:]) for part in as_parts(text)]

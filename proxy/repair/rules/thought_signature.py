@@ -45,11 +45,20 @@ def apply(ctx: Context) -> None:
     if not ids:
         return
     recalled = ctx.recalled
+    # Each remembered turn's calls by id, made once per turn: a turn of many calls is not searched for each of them.
+    by_turn: dict[int, dict[str, Any]] = {}
     for position, message, number, call in each_call(ctx.messages):
         cid = call_id(call)
         if KEY in call or cid is None or cid not in recalled:
             continue
-        remembered = next((c for c in recalled[cid]["tool_calls"] if call_id(c) == cid), None)
+        turn = recalled[cid]
+        calls = by_turn.get(id(turn))
+        if calls is None:
+            calls = by_turn[id(turn)] = {}
+            for remembered_call in turn["tool_calls"]:  # the first call of each id, as a search would find it
+                if (key := call_id(remembered_call)) is not None:
+                    calls.setdefault(key, remembered_call)
+        remembered = calls.get(cid)
         if remembered is not None and KEY in remembered:
             call[KEY] = remembered[KEY]
             ctx.report(RULE, message, "restored", f"tool_calls[{number}] ({cid}) {KEY} restored from memory", position)

@@ -19,7 +19,7 @@ from typing import Any
 
 from proxy.repair.content import as_text, is_media_part
 from proxy.repair.context import Context
-from proxy.repair.history import block_end, is_call_turn, result_id
+from proxy.repair.history import Message, block_end, is_call_turn, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM206", "tool-image-parts", ("E-TOOL-IMG", "OAI-10"))
@@ -32,12 +32,17 @@ def apply(ctx: Context) -> None:
     messages = ctx.messages
     if not any(m.get("role") == "tool" and type(m.get("content")) is list for m in messages):
         return
-    turn = 0
-    while turn < len(messages):
+    # The history is copied with the new user messages in place, not edited by ``insert``: each insertion would move
+    # every later message, and a long history of such blocks became quadratic.
+    out: list[Message] = []
+    turn, count = 0, len(messages)
+    while turn < count:
         if not is_call_turn(messages[turn]):
+            out.append(messages[turn])
             turn += 1
             continue
         end = block_end(messages, turn)
+        out += messages[turn:end]
         carried: list[Any] = []
         for message in messages[turn + 1 : end]:
             content = message.get("content")
@@ -48,7 +53,10 @@ def apply(ctx: Context) -> None:
             message["content"] = as_text(text) if text else MEDIA_MOVED_NOTE
             label = {"type": "text", "text": f"[toolmend] Media returned by tool call {result_id(message)}:"}
             carried += [label, *media]
-            ctx.report(RULE, message, "moved", f"{len(media)} media part(s) of {result_id(message)} moved to a user message after the block", turn)
+            ctx.report(RULE, message, "moved", f"{len(media)} media part(s) of {result_id(message)} moved to a user message after the block",
+                       len(out) - (end - turn))
         if carried:
-            messages.insert(end, {"role": "user", "content": carried})
+            out.append({"role": "user", "content": carried})
         turn = end
+    if len(out) != count:
+        messages[:] = out

@@ -43,22 +43,24 @@ def _produced(item: Any) -> bool:
     return is_call(item) or (type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant")
 
 
-def own_reasoning(turn: Turn, item_id: Any) -> dict[str, Any] | None:
-    """The reasoning item the remembered response made the item with, if any: the latest reasoning item before it
-    in one output. Everything a reasoning item produced needs it, across messages (an answer of reasoning, a
-    message and calls: the calls need it too); only an item the model did not produce (an output, a client's
-    message, in an input as sent) ends what it produced."""
+def reasonings(turn: Turn) -> dict[Any, dict[str, Any] | None]:
+    """For each item id of the remembered response (the first item of an id), the reasoning item it was made with: the
+    latest reasoning item before it in one output, or None. Everything a reasoning item produced needs it, across
+    messages (an answer of reasoning, a message and calls: the calls need it too); only an item the model did not
+    produce (an output, a client's message, in an input as sent) ends what it produced. Read once per response."""
+    own: dict[Any, dict[str, Any] | None] = {}
     reasoning: dict[str, Any] | None = None
     for item in turn.get("items", ()):
         if type(item) is not dict:
             continue
         if item.get("type") == "reasoning":
             reasoning = item
-        elif item.get("id") == item_id:
-            return reasoning
-        elif not produced_by_model(item):
+            continue
+        if type(key := item.get("id")) is str or key is None:
+            own.setdefault(key, reasoning)
+        if not produced_by_model(item):
             reasoning = None
-    return None
+    return own
 
 
 def _referenced(item: Any) -> str | None:
@@ -72,6 +74,7 @@ def _referenced(item: Any) -> str | None:
 def apply(ctx: Context) -> None:
     present: set[str] = set()  # the marks of the reasoning items before the current item, and every referenced id
     unstored = ctx.request.get("store") is False
+    read: dict[int, dict[Any, dict[str, Any] | None]] = {}  # identity of a remembered response -> its reasonings
     for position, item in enumerate(ctx.messages):
         if type(item) is dict and item.get("type") == "reasoning":
             if not (unstored and unusable(item)):  # what TM407 drops after this rule is not there for the server
@@ -80,17 +83,27 @@ def apply(ctx: Context) -> None:
         reference = _referenced(item)
         if reference is not None:
             present.add(reference)  # it may name reasoning
-            _referenced_message(ctx, position, reference, present)
+            _referenced_message(ctx, position, reference, present, read)
             continue
         key = recall_key(item) if _produced(item) and "id" in item else None
         turn = ctx.recalled.get(key) if key is not None else None
-        own = own_reasoning(turn, item["id"]) if turn is not None else None
+        own = None
+        if turn is not None and (type(item_id := item["id"]) is str or item_id is None):
+            own = _read(read, turn).get(item_id)
         if own is not None and not marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
 
 
-def _referenced_message(ctx: Context, position: int, key: str, present: set[str]) -> None:
+def _read(read: dict[int, dict[Any, dict[str, Any] | None]], turn: Turn) -> dict[Any, dict[str, Any] | None]:
+    """``reasonings(turn)``, read once per remembered response of one pass."""
+    by_id = read.get(id(turn))
+    if by_id is None:
+        by_id = read[id(turn)] = reasonings(turn)
+    return by_id
+
+
+def _referenced_message(ctx: Context, position: int, key: str, present: set[str], read: dict[int, dict[Any, dict[str, Any] | None]]) -> None:
     """An ``item_reference`` to a remembered assistant message whose reasoning item is not in the input: the server
     would resolve it and refuse the message without its reasoning (RS-5), so the message memory holds, without its
     ``id``, stands in its place."""
@@ -98,7 +111,7 @@ def _referenced_message(ctx: Context, position: int, key: str, present: set[str]
     if turn is None:
         return
     message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None)
-    own = own_reasoning(turn, key)
+    own = _read(read, turn).get(key)
     if message is None or own is None or marks(own) & present:
         return
     made = {name: value for name, value in message.items() if name != "id"}

@@ -27,7 +27,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.responses.items import call_id_of, is_call, recall_key
-from proxy.dialects.responses.rules.reasoning_required import own_reasoning
+from proxy.dialects.responses.rules.reasoning_required import reasonings
 from proxy.dialects.responses.view import is_reasoning
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -36,26 +36,44 @@ from proxy.turns import Turn
 RULE = Rule("TM410", "unissued-ids", ("RS-8",))
 
 
-def _held(turn: Turn | None, item: dict[str, Any]) -> dict[str, Any] | None:
-    """The remembered copy of ``item`` in ``turn``: the call with its ``call_id``, the message with its id."""
-    key = recall_key(item)
-    for kept in turn.get("items", ()) if turn is not None else ():
-        if type(kept) is dict and recall_key(kept) == key and kept.get("type", "message") == item.get("type", "message"):
-            return kept
-    return None
+class _Remembered:
+    """What the rule asks of each remembered turn, read once per turn (not once per item that asks): the copy of an item
+    (the call with its ``call_id``, the message with its id) and the reasoning each item id was made with."""
+
+    def __init__(self) -> None:
+        self.copies: dict[int, dict[tuple[Any, Any], dict[str, Any]]] = {}
+        self.reasonings: dict[int, dict[Any, dict[str, Any] | None]] = {}
+
+    def held(self, turn: Turn | None, item: dict[str, Any]) -> dict[str, Any] | None:
+        """The remembered copy of ``item`` in ``turn`` (the first of its key and type)."""
+        if turn is None:
+            return None
+        copies = self.copies.get(id(turn))
+        if copies is None:
+            copies = self.copies[id(turn)] = {}
+            for kept in turn.get("items", ()):
+                if type(kept) is dict:
+                    copies.setdefault((recall_key(kept), kept.get("type", "message")), kept)
+        return copies.get((recall_key(item), item.get("type", "message")))
+
+    def own_reasoning(self, turn: Turn, item_id: Any) -> dict[str, Any] | None:
+        made = self.reasonings.get(id(turn))
+        if made is None:
+            made = self.reasonings[id(turn)] = reasonings(turn)
+        return made.get(item_id)
 
 
-def _may_be_issued(item: dict[str, Any], following: Any, ctx: Context, known: set[str]) -> bool:
+def _may_be_issued(item: dict[str, Any], following: Any, ctx: Context, known: set[str], remembered: _Remembered) -> bool:
     """Whether the reasoning ``item`` may be real: memory holds its id, or does not hold what follows it, or says that
     what follows was made with this very reasoning item."""
     if item["id"] in known or type(following) is not dict or "id" not in following:
         return True
     key = recall_key(following)
     turn = ctx.recalled.get(key) if key is not None else None
-    held = _held(turn, following)
+    held = remembered.held(turn, following)
     if turn is None or held is None or type(held.get("id")) is not str:
         return True
-    own = own_reasoning(turn, held["id"])
+    own = remembered.own_reasoning(turn, held["id"])
     return own is not None and own.get("id") == item["id"]
 
 
@@ -66,14 +84,15 @@ def apply(ctx: Context) -> None:
     known = {value for turn in turns for kept in turn.get("items", ()) if type(kept) is dict and type(value := kept.get("id")) is str}
     items = ctx.messages
     kept: list[Any] = []
+    remembered = _Remembered()
     for position, item in enumerate(items):
         if is_reasoning(item) and type(item.get("id")) is str:
             following = items[position + 1] if position + 1 < len(items) else None
-            if not _may_be_issued(item, following, ctx, known):
+            if not _may_be_issued(item, following, ctx, known, remembered):
                 ctx.report(RULE, item, "removed", f"reasoning {item['id']} dropped: memory holds what follows it, made without it")
                 continue
         elif is_call(item) and type(key := item.get("id")) is str:
-            held = _held(ctx.recalled.get(call_id_of(item) or ""), item)
+            held = remembered.held(ctx.recalled.get(call_id_of(item) or ""), item)
             if held is not None and type(issued := held.get("id")) is str and issued != key:
                 item = {name: value for name, value in items[position].items() if name != "id"}
                 ctx.origin[id(item)] = ctx.index_of(items[position])
