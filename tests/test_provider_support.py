@@ -363,6 +363,10 @@ def test_deepseek_thinking_mode_detection():
     assert deepseek_thinking({"model": "deepseek-chat", "thinking": {"type": "enabled"}})
     assert not deepseek_thinking({"model": "deepseek-reasoner", "thinking": {"type": "disabled"}})
     assert not deepseek_thinking({"model": "deepseek-chat"})
+    assert deepseek_thinking({"model": "deepseek-v4-pro"}) and deepseek_thinking({"model": "kimi-k2.5"})
+    assert not deepseek_thinking({"model": "kimi-k2-0905-preview"}) and not deepseek_thinking({"model": "qwen3-coder-plus"})
+    carried = body(user(), asst_calls("call_a", reasoning_content="think"), tool("call_a"), model="deepseek-chat")
+    assert deepseek_thinking(carried) and not deepseek_thinking({**carried, "thinking": {"type": "disabled"}})
     # reasoning is only required on tool-call turns
     assert provider_violations(reasoner(user(), asst("plain"), user()), "deepseek") == []
 

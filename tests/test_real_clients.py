@@ -81,13 +81,10 @@ def test_the_recorded_bodies_carry_the_shapes_they_were_recorded_for() -> None:
     assert set(CHAT_REFUSING_ARRAYS) == {"groq", "mistral", "vllm"}
 
 
-#: Not this file's rule: profile ``deepseek`` adds ``reasoning_content: ""`` to every tool-call turn (TM304), also for a
-#: model DeepSeek does not run in thinking mode, where the provider takes the body without it (DS-3 is for thinking mode).
-TM304_ALWAYS = pytest.mark.xfail(reason="TM304 adds reasoning_content outside thinking mode", strict=True)
 CASES = [
     *((name, MESSAGES, profile) for name in ("claude-code-adaptive", "claude-code-enabled") for profile in MESSAGES_TAKING),
     *(("codex", RESPONSES, profile) for profile in RESPONSES_TAKING),
-    *(pytest.param("qwen-code", CHAT, profile, marks=TM304_ALWAYS if profile == "deepseek" else ()) for profile in CHAT_TAKING),
+    *(("qwen-code", CHAT, profile) for profile in CHAT_TAKING),
 ]
 
 

@@ -56,7 +56,7 @@ def test_profile_examples_are_judged_by_every_provider_of_the_profile(doc: RuleD
 
 @pytest.mark.parametrize("doc", RULES, ids=[doc.code for doc in RULES])
 def test_example_repairs_to_good(doc: RuleDoc) -> None:
-    result = repair(body_of(doc.bad), recalled_from(doc), profile=profile_of(doc))
+    result = repair(body_of(doc.bad, profile_of(doc)), recalled_from(doc), profile=profile_of(doc))
     assert doc.code in {finding.code for finding in result.findings}
     if doc.good is None:
         assert result.rejected is not None and result.rejected.code == doc.code

@@ -84,7 +84,7 @@ def needs_repair(body: Any, profile: Profile) -> bool:
     messages = body.get("messages") if type(body) is dict else None
     if type(messages) is not list:
         return False
-    return not is_clean(messages, profile) or (bool(profile.rules) and not profile.is_clean(messages))
+    return not is_clean(messages, profile) or (bool(profile.rules) and not profile.is_clean(messages, body))
 
 
 def plan(body: Any, profile: str | Profile = "openai") -> Plan | None:
@@ -95,7 +95,7 @@ def plan(body: Any, profile: str | Profile = "openai") -> Plan | None:
     messages = body["messages"]
     ids: list[str] = []
     if all(type(m) is dict for m in messages):
-        ids = list(dict.fromkeys([*orphan_call_ids(messages), *profile.wanted_ids(messages)]))
+        ids = list(dict.fromkeys([*orphan_call_ids(messages), *profile.wanted_ids(messages, body)]))
     return Plan(body, profile, ids)
 
 
@@ -125,7 +125,7 @@ def refused(ctx: Context, rules: Iterable[RepairRule]) -> bool:
 
 def run(body: dict[str, Any], recalled: Recalled, profile: Profile, policy: Policy, cancel: Cancel | None = None) -> Result:
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
-    ctx = Context(repaired["messages"], repaired.get("tools"), recalled, policy, profile)
+    ctx = Context(repaired["messages"], repaired.get("tools"), recalled, policy, profile, request=body)
     ctx.cancel = cancel
     try:
         if refused(ctx, (*UNIVERSAL, *profile.rules, *FINAL)):

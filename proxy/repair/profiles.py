@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from proxy.repair.rule import ProfileRule, RecallingRule
+from proxy.repair.rule import GatedRule, ProfileRule, RecallingRule
 from proxy.repair.rules import (
     closed_schema_fields,
     content_key,
@@ -52,13 +52,17 @@ class Profile:
     #: (GR-2, MI-9: Groq, Mistral, vLLM). TM205 joins the parts for these profiles only.
     string_tool_content: bool = False
 
-    def is_clean(self, messages: list[Any]) -> bool:
-        """True when none of the profile's rules has anything to do (the universal check ran first)."""
-        return all(rule.is_clean(messages, self) for rule in self.rules)
+    def is_clean(self, messages: list[Any], request: Mapping[str, Any]) -> bool:
+        """True when none of the profile's rules that concern ``request`` has anything to do (the universal check ran first)."""
+        return all(rule.is_clean(messages, self) for rule in self.concerning(request))
 
-    def wanted_ids(self, messages: list[Any]) -> list[str]:
-        """Call ids whose remembered turns the profile's rules will look up."""
-        return [cid for rule in self.rules if isinstance(rule, RecallingRule) for cid in rule.wanted_ids(messages)]
+    def wanted_ids(self, messages: list[Any], request: Mapping[str, Any]) -> list[str]:
+        """Call ids whose remembered turns the profile's rules will look up for ``request``."""
+        return [cid for rule in self.concerning(request) if isinstance(rule, RecallingRule) for cid in rule.wanted_ids(messages)]
+
+    def concerning(self, request: Mapping[str, Any]) -> list[ProfileRule]:
+        """The profile's rules that concern ``request``: all but the gated ones that say they do not."""
+        return [rule for rule in self.rules if not isinstance(rule, GatedRule) or rule.applies(request)]
 
 
 def _keys(*names: str) -> frozenset[str]:

@@ -4,7 +4,7 @@ the shape every such module has, checked by mypy where the rule lists are built.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -45,3 +45,11 @@ class RecallingRule(Protocol):
     call ids to recall before the repair runs."""
 
     def wanted_ids(self, messages: Sequence[Any]) -> list[str]: ...
+
+
+@runtime_checkable
+class GatedRule(Protocol):
+    """A profile rule that concerns some requests only (by a setting of the body or its model): for the others the
+    fast check leaves it out and it changes nothing."""
+
+    def applies(self, request: Mapping[str, Any]) -> bool: ...

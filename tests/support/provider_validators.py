@@ -20,9 +20,12 @@ Judgement calls (the catalogue leaves them open):
   vllm; ``OAI-8`` (id <= 40 chars, E-ID-40) only by openai; ``S9`` (tool content an array of text parts) only by
   mistral, groq and vllm (MI-9, GR-2: OpenAI takes the parts, OAI-10).  Rules a provider replaces with its own check are
   skipped too (mistral's MI-1/MI-2/MI-3 replace OAI-1/OAI-2/S5; GE-6, OL-1 and XA-1 replace OAI-9).
-* DeepSeek thinking mode (DS-3) is on when ``body["thinking"] == {"type": "enabled"}``, off when it is
-  ``{"type": "disabled"}``, and otherwise on when the model name contains ``reasoner`` or ``thinking``
-  (:func:`deepseek_thinking`).  ``reasoning_content`` must be a string; ``""`` is accepted (DS-4).
+* DeepSeek/Kimi thinking mode (DS-3, KI-4) is on when ``body["thinking"] == {"type": "enabled"}``, off when it is
+  ``{"type": "disabled"}``; otherwise on when an assistant message already carries a string ``reasoning_content``,
+  or by the model (after any ``org/`` prefix): on when it contains ``reasoner`` or ``thinking``, for DeepSeek V4
+  (``deepseek-v4*``) and Kimi K2.5 and later (``kimi-k2.5``, ``kimi-k2.6``...); off for ``deepseek-chat`` and for
+  models of other providers (``qwen3-coder-plus``) (:func:`deepseek_thinking`).  ``reasoning_content`` must be a
+  string; ``""`` is accepted (DS-4).
 * vLLM turns empty ``arguments`` into ``{}`` (VL-1), so ``""`` is accepted there; any other unparsable text is
   VL-1 with ``json.loads``'s message.
 * Anthropic / Gemini indexes in error texts are those of the *converted* request: system/developer messages
@@ -386,15 +389,24 @@ def _mistral_translate(v: Violation, ctx: _Ctx) -> Violation | None:
 DS3_TEXT = "The `reasoning_content` in the thinking mode must be passed back to the API."
 
 
+#: The models that think on their own: DeepSeek V4 (its error text is V4's, DS-3), Kimi K2.5 and later (KI-4).
+_THINKING_MODELS = re.compile(r"deepseek-v4|kimi-k(?:2\.[5-9]|[3-9])")
+
+
 def deepseek_thinking(body: Any) -> bool:
-    """Whether a DeepSeek request is in thinking mode (judgement call, see the module docstring)."""
+    """Whether a DeepSeek (or Kimi) request is in thinking mode (judgement call, see the module docstring)."""
     if not isinstance(body, dict):
         return False
     thinking = body.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled"):
         return thinking["type"] == "enabled"
+    messages = body.get("messages")
+    if isinstance(messages, list) and any(msg.get("role") == "assistant" and isinstance(msg.get("reasoning_content"), str)
+                                          for _, msg in _dicts(messages)):
+        return True
     model = body.get("model")
-    return isinstance(model, str) and ("reasoner" in model.lower() or "thinking" in model.lower())
+    name = model.lower().split("/")[-1] if isinstance(model, str) else ""
+    return "reasoner" in name or "thinking" in name or _THINKING_MODELS.match(name) is not None
 
 
 def _ds3_reasoning_content(ctx: _Ctx) -> list[Violation]:
