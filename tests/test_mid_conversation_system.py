@@ -95,6 +95,22 @@ def test_a_directive_without_text_is_removed_and_several_messages_fold_in_order(
     assert violations(result.body, profile="zai") == []
 
 
+@pytest.mark.parametrize("route", ["deepseek", "zai"])
+@pytest.mark.parametrize("after", [[], [{"role": "user", "content": "Go on."}]], ids=["prefill", "conversation"])
+def test_a_system_message_folded_from_before_an_assistant_message_does_not_leave_it_first(route: str, after: list[Any]) -> None:
+    """S12: the client opened its history with a system message; folding it (TM514) must not make the assistant's the
+    first message, which a server wanting the user's first refuses. TM515 puts a user message before it."""
+    greeting = {"role": "assistant", "content": [{"type": "text", "text": "Hello."}]}
+    body = {**CLAUDE_CODE, "messages": [{"role": "system", "content": "Be brief."}, greeting, *after]}
+    planned = MESSAGES.plan(body, MESSAGES.profile(route))
+    assert planned is not None
+    result = planned.repair({}, Policy())
+    assert [f.code for f in result.findings] == ["TM514", "TM515"]
+    assert result.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "(earlier conversation omitted)"}]}, greeting, *after]
+    assert result.body["system"] == [*SYSTEM, {"type": "text", "text": "Be brief."}]
+    assert violations(result.body, profile=route, state=ServerState(), user_first=True) == []
+
+
 def test_a_valid_history_without_system_messages_passes_the_fast_check_on_the_folding_profiles() -> None:
     unsigned = {"type": "thinking", "thinking": "Weather first."}
     body = {**CLAUDE_CODE, "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [

@@ -1,13 +1,13 @@
 r"""A repair that would make an assistant message the first of the history: a trimmed window opens with a user
 message holding only ``tool_result`` blocks whose ``tool_use`` the request lacks, and the orphan rule (TM101) put
-the remembered (or synthesized) assistant turn in front of it.
+the remembered (or synthesized) assistant turn in front of it; or a system message the client put before an
+assistant message was folded into the top-level ``system`` (TM514, profiles ``deepseek`` and ``zai``).
 
 A strict Messages server refuses a history whose first message is not the user's (`` messages: first message must
 use the "user" role ``), and a proxy must never create that shape itself (S12). A short user message
 (``OPENING_TEXT``, as TM308's) goes before the assistant turn; the turn and the results stay as they were put
-back. Only a history the client opened with a user message is changed: one it opened with the assistant is its own.
-Answers S12.
-
+back. Only a history the client did not open with the assistant is changed: one it opened with the assistant is its
+own. Answers S12.
 Bad:
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
     {"role": "user", "content": "And tomorrow?"}
@@ -32,6 +32,6 @@ def apply(ctx: Context) -> None:
     sent = ctx.request.get("messages")
     first = ctx.messages[0] if ctx.messages else None
     opened = sent[0] if type(sent) is list and sent else None
-    if type(first) is dict and first.get("role") == "assistant" and type(opened) is dict and opened.get("role") == "user":
+    if type(first) is dict and first.get("role") == "assistant" and type(opened) is dict and opened.get("role") != "assistant":
         ctx.messages.insert(0, {"role": "user", "content": [{"type": TEXT, "text": OPENING_TEXT}]})
-        ctx.report(RULE, first, "inserted", "user message before the assistant turn put back at the start of the history")
+        ctx.report(RULE, first, "inserted", "user message before the assistant turn the repair left at the start of the history")
