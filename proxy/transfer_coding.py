@@ -8,6 +8,7 @@ gigabytes). Any other coding, or ``chunked`` before another one, is refused: the
 meant.
 """
 
+import asyncio
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 
@@ -17,6 +18,9 @@ import httpx
 CODINGS = {b"gzip": 31, b"x-gzip": 31, b"deflate": 15}
 #: Most decoded bytes made of one piece of input at a time.
 DECODED_PIECE = 64 * 1024
+#: Decoded bytes after which the relay gives the event loop a turn: a client that reads as fast as the decoding goes
+#: never makes ``send`` wait, and a few kilobytes on the wire can decode to gigabytes (a bomb).
+YIELD_EVERY = 1024 * 1024
 
 
 def listed(headers: Iterable[tuple[bytes, bytes]]) -> list[bytes]:
@@ -71,12 +75,17 @@ class Decoded(httpx.AsyncByteStream):
         self.undo = [_Undo(coding) for coding in reversed(codings)]
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        since = 0  # decoded bytes since the event loop last had a turn
         async for chunk in self.stream:
             pieces: Iterable[bytes] = (chunk,)
             for undo in self.undo:
                 pieces = _fed(undo, pieces)
             for piece in pieces:
                 yield piece
+                since += len(piece)
+                if since >= YIELD_EVERY:
+                    since = 0
+                    await asyncio.sleep(0)
         for undo in self.undo:
             if not undo.ended:
                 raise httpx.DecodingError(f"the upstream's answer ended in the middle of its {undo.coding.decode()} transfer coding")

@@ -136,6 +136,18 @@ def messages_remembered(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     return body, {"toolu_000001": remembered}
 
 
+def altered_thinking_of_many_calls(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
+    """The latest assistant message: signed thinking the client altered and n calls, all of one remembered turn
+    (TM516 read the whole turn again for each call)."""
+    uses = [{"type": "tool_use", "id": f"toolu_{i:06d}", "name": "weather", "input": {}} for i in range(n)]
+    original = {"type": "thinking", "thinking": "Check  the weather.", "signature": "c2ln"}
+    remembered: Turn = {"dialect": "messages", "ids": [use["id"] for use in uses], "message_id": "msg_1", "blocks": [original, *uses]}
+    body = {"max_tokens": 16, "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [
+        note(), {"role": "assistant", "content": [{**original, "thinking": "Check the weather."}, *uses]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": "ok"} for use in uses]}]}
+    return body, dict.fromkeys(remembered["ids"], remembered)
+
+
 def orphans_of_a_stranger_turn(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     """n orphan results whose ids memory answers with a turn of n calls holding none of them (TM101 listed the turn's
     ids again for each)."""
@@ -166,6 +178,8 @@ CASES: dict[str, Case] = {
     "calls of one remembered response (TM405)": (RESPONSES, "openai", responses_reasoned),
     "calls of one remembered gemini turn (TM307)": (CHAT, "gemini", gemini_unsigned),
     "a long message with its long remembered turn (TM101, Messages)": (MESSAGES, "anthropic", lambda n: messages_remembered(n * REMEMBERED // (2 * SIZE))),
+    "altered thinking of a message of many calls of one turn (TM516)": (MESSAGES, "anthropic",
+                                                                        lambda n: altered_thinking_of_many_calls(n * REMEMBERED // (2 * SIZE))),
     "orphans answered by a turn that holds none of them (TM101)": (CHAT, "openai", orphans_of_a_stranger_turn),
     "turns the client merged into one message (TM101)": (CHAT, "openai", turns_merged_by_the_client),
 }

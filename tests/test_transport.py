@@ -21,7 +21,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.config import Settings
-from proxy.transfer_coding import DECODED_PIECE
+from proxy.transfer_coding import DECODED_PIECE, YIELD_EVERY, Decoded
 from proxy.transport import MAX_HEAD_BYTES, READ_HIGH_WATER, CertificateError, FastTransport
 from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok, respond
 
@@ -896,3 +896,27 @@ async def test_the_client_gets_a_transfer_coded_answer_decoded() -> None:
     for response in (passed, streamed):
         assert response.status_code == 200 and "content-encoding" not in response.headers
         assert response.content == EVENTS
+
+
+async def test_a_transfer_coded_bomb_gives_the_event_loop_a_turn_every_megabyte_it_decodes() -> None:
+    """A body already received (so reading it never waits) that decodes to 64 MiB: other clients still get the loop."""
+
+    class Received(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            yield gzip.compress(bytes(64 * 1024 * 1024))
+
+    turns = 0
+
+    async def other_client() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    ticker = asyncio.get_running_loop().create_task(other_client())
+    await asyncio.sleep(0)  # the other client is waiting for its turn
+    started = turns
+    decoded = sum([len(piece) async for piece in Decoded(Received(), [b"gzip"])])
+    ticker.cancel()
+    assert decoded == 64 * 1024 * 1024
+    assert turns - started >= 64 * 1024 * 1024 // YIELD_EVERY - 1

@@ -99,7 +99,7 @@ def _calls_of(turn: Turn, read: dict[int, set[str]]) -> set[str]:
     (one not holding the id it was recalled by is asked again by each of its results)."""
     known = read.get(id(turn))
     if known is None:
-        known = read[id(turn)] = {cid for call in turn["tool_calls"] if (cid := call_id(call)) is not None}
+        known = read[id(turn)] = {cid for call in turn.get("tool_calls", ()) if (cid := call_id(call)) is not None}
     return known
 
 

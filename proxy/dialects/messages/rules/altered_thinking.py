@@ -48,9 +48,11 @@ def _remembered(recalled: Recalled, content: list[Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     if not any(signed(block) is not None for block in content):
         return found
+    read: set[int] = set()  # each remembered turn once, however many of its calls the message holds
     for block in content:
         turn = recalled.get(cid) if is_tool_use(block) and (cid := tool_use_id_of(block)) is not None else None
-        if turn is not None and dialect_of(turn) == "messages":
+        if turn is not None and id(turn) not in read and dialect_of(turn) == "messages":
+            read.add(id(turn))
             found.update((signature, kept) for kept in turn.get("blocks", ()) if (signature := signed(kept)) is not None)
     return found
 
