@@ -144,6 +144,8 @@ def test_under_store_false_azure_gets_reasoning_without_its_id_and_openai_as_sen
     assert result is not None and [f.code for f in result.findings] == ["TM407"]
     assert result.body["input"] == [USER, REASONING_WITHOUT_ID, CALL_1, output("call_1")]
     assert violations(result.body, profile="azure") == []
+    odd = repaired(body_of([*history, False], store=False), profile=AZURE)  # an item that is no object is not ours
+    assert odd is not None and odd.body["input"] == [*result.body["input"], False]
 
 
 def test_reasoning_recalled_for_azure_under_store_false_comes_without_its_id() -> None:

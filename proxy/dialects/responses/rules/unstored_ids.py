@@ -46,7 +46,7 @@ def apply(ctx: Context) -> None:
     for item in ctx.messages:
         if unusable(item):
             ctx.report(RULE, item, "removed", f"{item.get('type')} dropped: it needs the server's store, and store is false")
-        elif strip and item.get("type") == "reasoning" and "id" in item:
+        elif strip and type(item) is dict and item.get("type") == "reasoning" and "id" in item:
             kept.append({name: value for name, value in item.items() if name != "id"})
             ctx.report(RULE, item, "removed", "reasoning id deleted: the profile's provider refuses it while store is false")
         else:
