@@ -1,10 +1,11 @@
 """Where clients carry their keys: the headers and the query parameter of every supported provider and of the
 common API gateways in front of them, and the headers an operator names (``--credential-header``).
 
-One list serves the three decisions that depend on it: whose memory a request uses (``tenant``), whether
-the client may use a route (``access``), and which credentials may reach an upstream (``forward``). The headers an
-operator names serve the first two (``Carriers``): they scope memory and count as a credential; they go upstream
-as sent.
+The providers' carriers (``HEADERS``) serve the three decisions that depend on them: whose memory a request uses
+(``tenant``), whether the client may use a route (``access``), and which credentials may reach an upstream
+(``forward``: a route with the operator's key sends it instead of them). The gateways' carriers (``GATEWAY_HEADERS``)
+and the headers an operator names serve the first two (``Carriers``): they scope memory and count as a credential;
+they go upstream as sent, the client's own credential for its gateway, never in place of the provider's key.
 """
 
 import hmac
@@ -12,11 +13,12 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from urllib.parse import unquote_to_bytes
 
-# OpenAI-style bearer tokens, Azure's api-key, Anthropic's x-api-key, Gemini's x-goog-api-key; then the gateways':
-# Azure API Management's subscription key, Cloudflare AI Gateway's token, Portkey's key. The order is part of the
-# tenant formula (proxy/tenant.py): append, never reorder.
-HEADERS = (b"authorization", b"api-key", b"x-api-key", b"x-goog-api-key",
-           b"ocp-apim-subscription-key", b"cf-aig-authorization", b"x-portkey-api-key")
+# OpenAI-style bearer tokens, Azure's api-key, Anthropic's x-api-key, Gemini's x-goog-api-key.
+HEADERS = (b"authorization", b"api-key", b"x-api-key", b"x-goog-api-key")
+# The gateways': Azure API Management's subscription key, Cloudflare AI Gateway's token, Portkey's key.
+GATEWAY_HEADERS = (b"ocp-apim-subscription-key", b"cf-aig-authorization", b"x-portkey-api-key")
+# Every built-in carrier, in the order of the tenant formula (proxy/tenant.py): append, never reorder.
+CARRIERS = HEADERS + GATEWAY_HEADERS
 #: What a header name may be (RFC 9110 5.1: a token).
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Gemini's native API also takes the key in the query string, as ``?key=``.
@@ -46,13 +48,13 @@ def in_query(query: bytes) -> list[bytes]:
 
 
 class Carriers:
-    """The headers that carry a client's credential in this deployment: ``HEADERS``, and those the operator names
+    """The headers that carry a client's credential in this deployment: ``CARRIERS``, and those the operator names
     (``--credential-header``; lower-case, in name order, so that the tenant formula does not depend on the order
     they were given in)."""
 
     def __init__(self, named: Iterable[str] = ()) -> None:
-        self.named = tuple(sorted({name.lower().encode() for name in named} - set(HEADERS)))
-        self.names = frozenset(HEADERS + self.named)
+        self.named = tuple(sorted({name.lower().encode() for name in named} - set(CARRIERS)))
+        self.names = frozenset(CARRIERS + self.named)
 
     def present(self, headers: Iterable[tuple[bytes, bytes]], query: bytes) -> bool:
         """Whether the request carries any credential at all (an empty value, or a bare ``Bearer``, is none)."""

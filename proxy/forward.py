@@ -124,22 +124,32 @@ class Upstream:
 
     def request_headers(self, incoming: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes] = frozenset()) -> RawHeaders:
         """The client's headers for the upstream. A route with the operator's key sends that key (in the carrier
-        the client used, ``credentials.operator_header``) and none of the client's credentials; any other route
-        sends the client's own, but never one of toolmend's keys."""
+        the client used, ``credentials.operator_header``) instead of every provider credential of the client's; any
+        other route sends the client's own. A gateway's credential (``credentials.GATEWAY_HEADERS``) is the client's
+        own for its gateway and goes as sent on either. No carrier ever takes one of toolmend's keys upstream."""
         headers = without_hop_by_hop(incoming, RECOMPUTED | drop)
-        if self.api_key is not None:
-            carrier = credentials.operator_header(headers, self.api_key.encode())
-            headers = [(name, value) for name, value in headers if name.lower() not in credentials.HEADERS]
+        carrier = None if self.api_key is None else credentials.operator_header(headers, self.api_key.encode())
+        if carrier is not None or self._client_keys:
+            headers = [(name, value) for name, value in headers if not self._withheld(name.lower(), value)]
+        if carrier is not None:
             headers.append(carrier)
-        elif self._client_keys:
-            headers = [(name, value) for name, value in headers
-                       if not (name.lower() in credentials.HEADERS and self._not_forwarded(credentials.token(value)))]
         return headers
 
+    def _withheld(self, name: bytes, value: bytes) -> bool:
+        """Whether a credential header stays behind: a provider's as ``_not_forwarded`` says, a gateway's only
+        when it holds a toolmend key (the operator's key replaces the provider's, never the gateway's)."""
+        if name in credentials.HEADERS:
+            return self._not_forwarded(credentials.token(value))
+        return name in credentials.GATEWAY_HEADERS and self._is_client_key(credentials.token(value))
+
     def _not_forwarded(self, key: bytes) -> bool:
-        """Whether a client's credential stays behind: all of them where the operator's key goes instead,
-        else a toolmend key, as sent or percent-decoded (a server may decode either)."""
-        return self.api_key is not None or any(credentials.is_one_of(form, self._client_keys) for form in (key, unquote_to_bytes(key)))
+        """Whether a client's provider credential stays behind: all of them where the operator's key goes instead,
+        else a toolmend key."""
+        return self.api_key is not None or self._is_client_key(key)
+
+    def _is_client_key(self, key: bytes) -> bool:
+        """Whether ``key`` is one of toolmend's own, as sent or percent-decoded (a server may decode either)."""
+        return any(credentials.is_one_of(form, self._client_keys) for form in (key, unquote_to_bytes(key)))
 
     async def send(self, method: str, url: httpx.URL, headers: RawHeaders,
                    content: bytes | AsyncIterator[bytes] | None, length: int | None = None) -> httpx.Response:

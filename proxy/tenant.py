@@ -78,7 +78,7 @@ class Tenancy:
 
 def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"", carriers: credentials.Carriers = credentials.BUILT_IN) -> bytes:
     found = credentials.in_headers(headers, carriers.names)
-    fields = [found.get(name, b"") for name in credentials.HEADERS]
+    fields = [found.get(name, b"") for name in credentials.CARRIERS]
     fields.insert(BEFORE_PARAMS, b"&".join(credentials.in_query(query)))
     named = [name + b":" + found[name] for name in carriers.named if found.get(name)]
     if not named:

@@ -124,7 +124,11 @@ async def test_a_toolmend_key_never_reaches_a_route_without_a_key_of_its_own(tmp
     assert sent_for_own.headers["authorization"] == "Bearer sk-own-llama"
 
 
-async def test_a_route_with_the_operators_key_forwards_no_client_credential() -> None:
+GATEWAY_TOKENS = {"ocp-apim-subscription-key": "gw-apim", "cf-aig-authorization": "Bearer gw-cloudflare",
+                  "x-portkey-api-key": "gw-portkey"}
+
+
+async def test_a_route_with_the_operators_key_forwards_no_client_provider_credential() -> None:
     settings = make_settings(upstream_api_key="sk-operator-default", api_keys=frozenset({TEAM_KEY}))
     with respx.mock(assert_all_called=False) as mock:
         models = mock.get(url__startswith="http://upstream.test/v1/models").respond(json={"data": []})
@@ -132,13 +136,39 @@ async def test_a_route_with_the_operators_key_forwards_no_client_credential() ->
             response = await proxy.client.get(
                 "/v1/models?key=sk-client-gemini&alt=json&k%65y=sk-client-encoded&limit=2",
                 headers={"authorization": f"Bearer {TEAM_KEY}", "api-key": "sk-client-azure", "x-api-key": "sk-client-anthropic",
-                         "x-goog-api-key": "sk-client-gemini", "ocp-apim-subscription-key": "sk-client-apim",
-                         "cf-aig-authorization": "Bearer sk-client-cloudflare", "x-portkey-api-key": "sk-client-portkey"})
+                         "x-goog-api-key": "sk-client-gemini", **GATEWAY_TOKENS})
     assert response.status_code == 200
     sent = models.calls.last.request
     assert "sk-client" not in credentials_seen(sent) and TEAM_KEY not in credentials_seen(sent)
     assert sent.headers.get_list("authorization") == ["Bearer sk-operator-default"]
     assert sent.url.raw_path == b"/v1/models?alt=json&limit=2"
+    # A gateway's token is the client's own credential for its gateway, not the provider's key: it goes as sent.
+    assert {name: sent.headers[name] for name in GATEWAY_TOKENS} == GATEWAY_TOKENS
+
+
+@pytest.mark.parametrize("carrier", ["authorization", "x-api-key", "api-key"])
+def test_an_operator_key_route_replaces_the_provider_key_and_keeps_the_gateway_tokens(carrier: str) -> None:
+    upstream = Upstream("https://gateway.ai.cloudflare.com/v1/acct/gw/openai", httpx.AsyncHTTPTransport(), 1.0,
+                        api_key="sk-operator", client_keys=[TEAM_KEY])
+    own = f"Bearer {TEAM_KEY}" if carrier == "authorization" else TEAM_KEY
+    gateway = [(name.encode(), value.encode()) for name, value in GATEWAY_TOKENS.items()]
+    sent = upstream.request_headers([(carrier.encode(), own.encode()), *gateway, (b"accept", b"*/*")])
+    operator = b"Bearer sk-operator" if carrier == "authorization" else b"sk-operator"
+    assert sent == [*gateway, (b"accept", b"*/*"), (carrier.encode(), operator)]
+
+
+def test_a_gateway_token_never_chooses_the_carrier_of_the_operators_key() -> None:
+    upstream = Upstream("https://apim.example/openai", httpx.AsyncHTTPTransport(), 1.0, api_key="sk-operator", client_keys=[TEAM_KEY])
+    sent = upstream.request_headers([(b"ocp-apim-subscription-key", b"gw-apim")])
+    assert sent == [(b"ocp-apim-subscription-key", b"gw-apim"), (b"authorization", b"Bearer sk-operator")]
+
+
+@pytest.mark.parametrize("api_key", [None, "sk-operator"])
+def test_a_toolmend_key_in_a_gateway_carrier_stays_behind(api_key: str | None) -> None:
+    upstream = Upstream("https://gateway.example/v1", httpx.AsyncHTTPTransport(), 1.0, api_key=api_key, client_keys=[TEAM_KEY])
+    sent = upstream.request_headers([(b"x-portkey-api-key", TEAM_KEY.encode()), (b"cf-aig-authorization", b"Bearer gw-cloudflare")])
+    assert (b"x-portkey-api-key", TEAM_KEY.encode()) not in sent
+    assert (b"cf-aig-authorization", b"Bearer gw-cloudflare") in sent
 
 
 @pytest.mark.parametrize(("carrier", "expected"), [("x-api-key", "sk-operator-default"), ("authorization", "Bearer sk-operator-default")])
