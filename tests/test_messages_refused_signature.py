@@ -18,9 +18,11 @@ from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
 from proxy.dialects.messages.plan import retried
 from proxy.dialects.messages.rules import refused_signature
+from proxy.dialects.refusal import FirstEvent
 from proxy.endpoint import REFUSAL_BYTES
 from proxy.logs import TextFormatter
 from proxy.repair import Policy
+from proxy.relay import peek
 from proxy.repair.catalog import describe
 from tests.support.messages_upstream import sse_events
 from tests.support.messages_validator import ServerState, violations
@@ -341,9 +343,18 @@ async def test_a_stream_whose_first_event_is_no_such_refusal_is_relayed_byte_for
     assert "x-toolmend-repairs" not in response.headers
 
 
-async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends(upstream) -> None:
-    first, *rest = [b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3)]
-    more = anyio.Event()  # the upstream sends the rest only once the first event reached the client
+#: What may come first in a stream that is no refusal: keep-alives (OpenRouter's comment, an event without data, a
+#: blank line) and an event that is no JSON; each ends the reading of the first event.
+KEPT_ALIVE = [b": OPENROUTER PROCESSING\n\n", b"event: ping\n\n", b"\n"]
+NOT_JSON = b"data: not json\n\n"
+
+
+@pytest.mark.parametrize("before", [[], *([first] for first in KEPT_ALIVE), [NOT_JSON]],
+                         ids=["event", "comment", "dataless-event", "blank-line", "not-json"])
+async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends(upstream, before: list[bytes]) -> None:
+    events = [b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3)]
+    first, *rest = [*before, *events]
+    more = anyio.Event()  # the upstream sends the rest only once the first event (or comment) reached the client
     scripted(upstream, "/messages", sse_response(ScriptedStream([first, more, *rest])))
     asgi = AsgiCall()
 
@@ -357,6 +368,15 @@ async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends
             await call_asgi(app, asgi, "POST", PATH, [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in HEADERS.items())],
                             [orjson.dumps({**LOOP, "stream": True})])
     assert (asgi.status, asgi.body_chunks) == (200, [first, *rest])
+
+
+@pytest.mark.parametrize("kept_alive", KEPT_ALIVE, ids=["comment", "dataless-event", "blank-line"])
+async def test_the_first_event_is_read_no_further_than_the_first_keep_alive(kept_alive: bytes) -> None:
+    stream = ScriptedStream([kept_alive] * 100)
+    answer = sse_response(stream)
+    first = FirstEvent(REFUSAL_BYTES)
+    assert await peek(answer, REFUSAL_BYTES, first.read) == kept_alive and first.finished and first.refusal is None
+    assert stream.yielded == 1 and await answer.aread() == kept_alive * 100  # the rest is relayed after it, unread till then
 
 
 # --- what memory knows -------------------------------------------------------------------------------------------

@@ -68,8 +68,10 @@ def _refusal(status: int, parsed: Any, bedrock: bool) -> Refusal | None:
 
 
 class FirstEvent(EventStreamReader):
-    """Reads a stream's first event and nothing after it: ``finished`` once it is read, ``refusal`` what it says when
-    it is a refusal (Anthropic's ``error`` event, a Responses ``response.failed``: counted as of status 400)."""
+    """Reads a stream up to its first complete event, comment or blank line, and nothing after it: ``finished`` once
+    that is read, ``refusal`` what it says when it is an event that is a refusal (Anthropic's ``error`` event, a
+    Responses ``response.failed``: counted as of status 400). Anything else (a keep-alive comment, an event that is no
+    JSON) ends the reading too: no client waits for more than the stream's first thing."""
 
     __slots__ = ("refusal",)
 
@@ -82,10 +84,15 @@ class FirstEvent(EventStreamReader):
         self.feed(chunk)
         return self._done or self.abandoned
 
-    def _apply(self, obj: Any) -> None:
-        if self._done:
-            return
+    def _dispatch(self, data: list[bytes]) -> None:
+        if not self._done:
+            super()._dispatch(data)  # a large event is held, and read by ``feed`` before it returns
+            self._done = True
+
+    def _kept_alive(self) -> None:
         self._done = True
+
+    def _apply(self, obj: Any) -> None:
         kind = obj.get("type") if type(obj) is dict else None
         if kind == "error":
             self.refusal = _refusal(STATUS, obj, bedrock=False)
