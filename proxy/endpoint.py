@@ -24,7 +24,7 @@ from starlette.responses import Response
 from proxy.access import Denied
 from proxy.config import Settings
 from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.dialect import STREAMED, Dialect, Planned, RefusalFix, retry
+from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Planned, RefusalFix, retry
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import UpstreamError
@@ -260,14 +260,24 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     fix = exchange.dialect.remembered_fix(state.policy)
     if fix is None or fix.blobs is None or not state.refusals.has(exchange.scope):
         return sent
-    body = sent.json()
-    carried = [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
+    # Parsing, walking and hashing a large body are work like its repair: beside the event loop too.
+    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    body, carried = await run(_carried, fix.blobs, sent)
     refused = await refused_among(state.store, exchange.scope, carried) if carried else frozenset()
     if not refused:
         return sent
-    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
     made = await run(retry, fix, body, exchange.profile, state.policy, Leaving(refused, remembered=True))
     return sent if made is None else sent.changed(exchange, *made)
+
+
+def _carried(blobs: Blobs, sent: Sent) -> tuple[dict, list[str]]:
+    """What ``sent`` is, parsed, and the digests of the signatures or blobs it carries."""
+    body = sent.json()
+    return body, _digests(blobs, body)
+
+
+def _digests(blobs: Blobs, body: dict) -> list[str]:
+    return [digest(blob) for blob in blobs.carried(body) if type(blob) is str]
 
 
 async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tuple[httpx.Response, list[tuple[bytes, bytes]]]:
@@ -298,7 +308,7 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     await answer.aclose()  # its upstream slot goes back before the retry takes one
     again = await _forward(exchange, made[0])
     if fix.blobs is not None and again.is_success:
-        left = leaving.digests if leaving.digests is not None else [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
+        left = leaving.digests if leaving.digests is not None else await run(_digests, fix.blobs, body)
         await remember_refused(state.store, exchange.scope, exchange.dialect.name, left)
         state.refusals.note(exchange.scope)
     return again, sent.changed(exchange, *made).headers

@@ -7,6 +7,7 @@ refusal is retried and only once, JSON and streamed, reported like every repair 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import anyio
@@ -18,8 +19,9 @@ from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
 from proxy.dialects.messages.plan import retried
 from proxy.dialects.messages.rules import refused_signature
-from proxy.dialects.refusal import FirstEvent
-from proxy.endpoint import REFUSAL_BYTES
+from proxy import endpoint
+from proxy.dialects.refusal import FirstEvent, digest
+from proxy.endpoint import LARGE_BODY_BYTES, REFUSAL_BYTES
 from proxy.logs import TextFormatter
 from proxy.repair import Policy
 from proxy.relay import peek
@@ -413,6 +415,24 @@ async def test_what_was_refused_is_left_out_of_the_tenant_s_next_requests_before
     assert remembered.headers["x-toolmend-repairs"] == "TM513=2"
     assert sent(route)[3] == orjson.dumps(later) and "x-toolmend-repairs" not in other_key.headers  # memory is per tenant
     assert any(" repairs=TM513=2 " in TextFormatter().format(record) for record in caplog.records if record.name == "toolmend.access")
+
+
+async def test_what_was_refused_is_looked_for_in_a_large_body_beside_the_event_loop(upstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsing, walking and hashing a large body is work like its repair."""
+    route = scripted(upstream, "/messages", refusal(), accepted(), accepted())
+    large = {**LOOP, "messages": [*LOOP["messages"], assistant(text("Done.")), user(text("x" * LARGE_BODY_BYTES))]}
+    hashed: list[int] = []
+
+    def recording(blob: str) -> str:
+        hashed.append(threading.get_ident())
+        return digest(blob)
+
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # refused, retried: noted
+        monkeypatch.setattr(endpoint, "digest", recording)
+        response = await proxy.client.post(PATH, json=large, headers=HEADERS)
+    assert (response.status_code, route.call_count, response.headers["x-toolmend-repairs"]) == (200, 3, "TM513=2")
+    assert hashed and threading.get_ident() not in hashed
 
 
 async def test_a_retry_refused_again_remembers_nothing(upstream) -> None:
