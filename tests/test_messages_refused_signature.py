@@ -15,16 +15,16 @@ import httpx
 import orjson
 import pytest
 
+from proxy import endpoint
 from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
 from proxy.dialects.messages.plan import retried
 from proxy.dialects.messages.rules import refused_signature
-from proxy import endpoint
 from proxy.dialects.refusal import FirstEvent, digest
 from proxy.endpoint import LARGE_BODY_BYTES, REFUSAL_BYTES
 from proxy.logs import TextFormatter
-from proxy.repair import Policy
 from proxy.relay import peek
+from proxy.repair import Policy
 from proxy.repair.catalog import describe
 from tests.support.messages_upstream import sse_events
 from tests.support.messages_validator import ServerState, violations

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from proxy.dialects import CHAT, MESSAGES, RESPONSES
-from proxy.dialects.responses.plan import retried
 from proxy.dialects.refusal import FirstEvent, Refusal
+from proxy.dialects.responses.plan import retried
 from proxy.dialects.responses.rules import refused_reasoning
 from proxy.endpoint import REFUSAL_BYTES
 from proxy.logs import TextFormatter
