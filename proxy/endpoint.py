@@ -43,6 +43,8 @@ from proxy.turns import Turn
 log = logging.getLogger("toolmend")
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response | StreamRelay]]
+#: How work whose cost grows with the body runs: ``_inline`` for a small body, ``_in_thread`` for a large one.
+Runner = Callable[..., Awaitable[Any]]
 
 REPAIRS_HEADER = b"x-toolmend-repairs"
 #: On repaired requests that had tool calls put back: how many came from memory and how many were made up.
@@ -300,8 +302,8 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     if fix is None or refusal is None:
         return answer, sent.headers
     body = sent.json()
-    leaving = await _leaving(exchange, fix, refusal, body)
     run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    leaving = await _leaving(exchange, fix, refusal, body, run)
     made = await run(retry, fix, body, exchange.profile, state.policy, leaving)
     if made is None:
         return answer, sent.headers
@@ -327,16 +329,25 @@ async def _refusal(answer: httpx.Response) -> Refusal | None:
     return first.refusal
 
 
-async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict) -> Leaving:
+async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict, run: Runner) -> Leaving:
     """What the retry of ``body`` after ``refusal`` leaves out: for signed thinking or encrypted reasoning, what memory
-    did not capture in this scope (``refusal.chosen``)."""
+    did not capture in this scope (``refusal.chosen``); the walks and digests through ``run``, as the retry's."""
     if fix.blobs is None:
         return Leaving(refusal=refusal)
-    carried = fix.blobs.carried(body)
-    keys = fix.blobs.recall_keys(body) if carried else []
+    carried, keys = await run(_looked_up, fix.blobs, body)
     turns = await exchange.state.store.recall(exchange.scope, keys) if keys else {}
+    return await run(_chosen, fix.blobs, refusal, carried, turns)
+
+
+def _looked_up(blobs: Blobs, body: dict) -> tuple[list[Any], list[str]]:
+    """The signatures or blobs ``body`` carries, and the ids of the remembered turns that may hold them."""
+    carried = blobs.carried(body)
+    return carried, blobs.recall_keys(body) if carried else []
+
+
+def _chosen(blobs: Blobs, refusal: Refusal, carried: list[Any], turns: dict[str, Turn]) -> Leaving:
     minted = frozenset(digest(blob) for turn in {id(turn): turn for turn in turns.values()}.values()
-                       for blob in fix.blobs.minted(turn) if type(blob) is str)
+                       for blob in blobs.minted(turn) if type(blob) is str)
     return chosen(refusal, carried, minted)
 
 

@@ -20,7 +20,7 @@ from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
 from proxy.dialects.messages.plan import retried
 from proxy.dialects.messages.rules import refused_signature
-from proxy.dialects.refusal import FirstEvent, digest
+from proxy.dialects.refusal import FirstEvent
 from proxy.endpoint import LARGE_BODY_BYTES, REFUSAL_BYTES
 from proxy.logs import TextFormatter
 from proxy.relay import peek
@@ -417,22 +417,41 @@ async def test_what_was_refused_is_left_out_of_the_tenant_s_next_requests_before
     assert any(" repairs=TM513=2 " in TextFormatter().format(record) for record in caplog.records if record.name == "toolmend.access")
 
 
+#: LOOP grown large enough for the work on it to run beside the event loop.
+LARGE = {**LOOP, "messages": [*LOOP["messages"], assistant(text("Done.")), user(text("x" * LARGE_BODY_BYTES))]}
+
+
+def threads_calling(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """The thread of every call of ``proxy.endpoint``'s ``name`` from now on."""
+    threads: list[int] = []
+    original = getattr(endpoint, name)
+
+    def recording(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return original(*args)
+
+    monkeypatch.setattr(endpoint, name, recording)
+    return threads
+
+
+async def test_what_a_large_body_s_retry_leaves_out_is_chosen_beside_the_event_loop(upstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    route = scripted(upstream, "/messages", refusal(), accepted())
+    threads = threads_calling(monkeypatch, "chosen")
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LARGE, headers=HEADERS)
+    assert (response.status_code, route.call_count, response.headers["x-toolmend-repairs"]) == (200, 2, "TM513=2")
+    assert threads and threading.get_ident() not in threads
+
+
 async def test_what_was_refused_is_looked_for_in_a_large_body_beside_the_event_loop(upstream, monkeypatch: pytest.MonkeyPatch) -> None:
     """Parsing, walking and hashing a large body is work like its repair."""
     route = scripted(upstream, "/messages", refusal(), accepted(), accepted())
-    large = {**LOOP, "messages": [*LOOP["messages"], assistant(text("Done.")), user(text("x" * LARGE_BODY_BYTES))]}
-    hashed: list[int] = []
-
-    def recording(blob: str) -> str:
-        hashed.append(threading.get_ident())
-        return digest(blob)
-
     async with running_proxy() as proxy:
         assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # refused, retried: noted
-        monkeypatch.setattr(endpoint, "digest", recording)
-        response = await proxy.client.post(PATH, json=large, headers=HEADERS)
+        threads = threads_calling(monkeypatch, "digest")
+        response = await proxy.client.post(PATH, json=LARGE, headers=HEADERS)
     assert (response.status_code, route.call_count, response.headers["x-toolmend-repairs"]) == (200, 3, "TM513=2")
-    assert hashed and threading.get_ident() not in hashed
+    assert threads and threading.get_ident() not in threads
 
 
 async def test_a_retry_refused_again_remembers_nothing(upstream) -> None:
