@@ -24,7 +24,7 @@ from starlette.responses import Response
 from proxy.access import Denied
 from proxy.config import Settings
 from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.dialect import STREAMED, Dialect, Planned, RefusalFix, retry
+from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Planned, RefusalFix, retry
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import UpstreamError
@@ -43,6 +43,8 @@ from proxy.turns import Turn
 log = logging.getLogger("toolmend")
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response | StreamRelay]]
+#: How work whose cost grows with the body runs: ``_inline`` for a small body, ``_in_thread`` for a large one.
+Runner = Callable[..., Awaitable[Any]]
 
 REPAIRS_HEADER = b"x-toolmend-repairs"
 #: On repaired requests that had tool calls put back: how many came from memory and how many were made up.
@@ -260,14 +262,24 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     fix = exchange.dialect.remembered_fix(state.policy)
     if fix is None or fix.blobs is None or not state.refusals.has(exchange.scope):
         return sent
-    body = sent.json()
-    carried = [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
+    # Parsing, walking and hashing a large body are work like its repair: beside the event loop too.
+    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    body, carried = await run(_carried, fix.blobs, sent)
     refused = await refused_among(state.store, exchange.scope, carried) if carried else frozenset()
     if not refused:
         return sent
-    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
     made = await run(retry, fix, body, exchange.profile, state.policy, Leaving(refused, remembered=True))
     return sent if made is None else sent.changed(exchange, *made)
+
+
+def _carried(blobs: Blobs, sent: Sent) -> tuple[dict, list[str]]:
+    """What ``sent`` is, parsed, and the digests of the signatures or blobs it carries."""
+    body = sent.json()
+    return body, _digests(blobs, body)
+
+
+def _digests(blobs: Blobs, body: dict) -> list[str]:
+    return [digest(blob) for blob in blobs.carried(body) if type(blob) is str]
 
 
 async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tuple[httpx.Response, list[tuple[bytes, bytes]]]:
@@ -290,15 +302,15 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     if fix is None or refusal is None:
         return answer, sent.headers
     body = sent.json()
-    leaving = await _leaving(exchange, fix, refusal, body)
     run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    leaving = await _leaving(exchange, fix, refusal, body, run)
     made = await run(retry, fix, body, exchange.profile, state.policy, leaving)
     if made is None:
         return answer, sent.headers
     await answer.aclose()  # its upstream slot goes back before the retry takes one
     again = await _forward(exchange, made[0])
     if fix.blobs is not None and again.is_success:
-        left = leaving.digests if leaving.digests is not None else [digest(blob) for blob in fix.blobs.carried(body) if type(blob) is str]
+        left = leaving.digests if leaving.digests is not None else await run(_digests, fix.blobs, body)
         await remember_refused(state.store, exchange.scope, exchange.dialect.name, left)
         state.refusals.note(exchange.scope)
     return again, sent.changed(exchange, *made).headers
@@ -317,16 +329,25 @@ async def _refusal(answer: httpx.Response) -> Refusal | None:
     return first.refusal
 
 
-async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict) -> Leaving:
+async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict, run: Runner) -> Leaving:
     """What the retry of ``body`` after ``refusal`` leaves out: for signed thinking or encrypted reasoning, what memory
-    did not capture in this scope (``refusal.chosen``)."""
+    did not capture in this scope (``refusal.chosen``); the walks and digests through ``run``, as the retry's."""
     if fix.blobs is None:
         return Leaving(refusal=refusal)
-    carried = fix.blobs.carried(body)
-    keys = fix.blobs.recall_keys(body) if carried else []
+    carried, keys = await run(_looked_up, fix.blobs, body)
     turns = await exchange.state.store.recall(exchange.scope, keys) if keys else {}
+    return await run(_chosen, fix.blobs, refusal, carried, turns)
+
+
+def _looked_up(blobs: Blobs, body: dict) -> tuple[list[Any], list[str]]:
+    """The signatures or blobs ``body`` carries, and the ids of the remembered turns that may hold them."""
+    carried = blobs.carried(body)
+    return carried, blobs.recall_keys(body) if carried else []
+
+
+def _chosen(blobs: Blobs, refusal: Refusal, carried: list[Any], turns: dict[str, Turn]) -> Leaving:
     minted = frozenset(digest(blob) for turn in {id(turn): turn for turn in turns.values()}.values()
-                       for blob in fix.blobs.minted(turn) if type(blob) is str)
+                       for blob in blobs.minted(turn) if type(blob) is str)
     return chosen(refusal, carried, minted)
 
 

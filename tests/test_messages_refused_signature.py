@@ -7,6 +7,7 @@ refusal is retried and only once, JSON and streamed, reported like every repair 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import anyio
@@ -14,12 +15,15 @@ import httpx
 import orjson
 import pytest
 
+from proxy import endpoint
 from proxy.dialects import CHAT, MESSAGES, RESPONSES
 from proxy.dialects.messages.blocks import content_blocks, is_thinking
 from proxy.dialects.messages.plan import retried
 from proxy.dialects.messages.rules import refused_signature
-from proxy.endpoint import REFUSAL_BYTES
+from proxy.dialects.refusal import FirstEvent
+from proxy.endpoint import LARGE_BODY_BYTES, REFUSAL_BYTES
 from proxy.logs import TextFormatter
+from proxy.relay import peek
 from proxy.repair import Policy
 from proxy.repair.catalog import describe
 from tests.support.messages_upstream import sse_events
@@ -341,9 +345,18 @@ async def test_a_stream_whose_first_event_is_no_such_refusal_is_relayed_byte_for
     assert "x-toolmend-repairs" not in response.headers
 
 
-async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends(upstream) -> None:
-    first, *rest = [b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3)]
-    more = anyio.Event()  # the upstream sends the rest only once the first event reached the client
+#: What may come first in a stream that is no refusal: keep-alives (OpenRouter's comment, an event without data, a
+#: blank line) and an event that is no JSON; each ends the reading of the first event.
+KEPT_ALIVE = [b": OPENROUTER PROCESSING\n\n", b"event: ping\n\n", b"\n"]
+NOT_JSON = b"data: not json\n\n"
+
+
+@pytest.mark.parametrize("before", [[], *([first] for first in KEPT_ALIVE), [NOT_JSON]],
+                         ids=["event", "comment", "dataless-event", "blank-line", "not-json"])
+async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends(upstream, before: list[bytes]) -> None:
+    events = [b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in sse_events(ANSWER, 3)]
+    first, *rest = [*before, *events]
+    more = anyio.Event()  # the upstream sends the rest only once the first event (or comment) reached the client
     scripted(upstream, "/messages", sse_response(ScriptedStream([first, more, *rest])))
     asgi = AsgiCall()
 
@@ -357,6 +370,15 @@ async def test_a_stream_is_relayed_once_its_first_event_is_read_not_when_it_ends
             await call_asgi(app, asgi, "POST", PATH, [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in HEADERS.items())],
                             [orjson.dumps({**LOOP, "stream": True})])
     assert (asgi.status, asgi.body_chunks) == (200, [first, *rest])
+
+
+@pytest.mark.parametrize("kept_alive", KEPT_ALIVE, ids=["comment", "dataless-event", "blank-line"])
+async def test_the_first_event_is_read_no_further_than_the_first_keep_alive(kept_alive: bytes) -> None:
+    stream = ScriptedStream([kept_alive] * 100)
+    answer = sse_response(stream)
+    first = FirstEvent(REFUSAL_BYTES)
+    assert await peek(answer, REFUSAL_BYTES, first.read) == kept_alive and first.finished and first.refusal is None
+    assert stream.yielded == 1 and await answer.aread() == kept_alive * 100  # the rest is relayed after it, unread till then
 
 
 # --- what memory knows -------------------------------------------------------------------------------------------
@@ -393,6 +415,43 @@ async def test_what_was_refused_is_left_out_of_the_tenant_s_next_requests_before
     assert remembered.headers["x-toolmend-repairs"] == "TM513=2"
     assert sent(route)[3] == orjson.dumps(later) and "x-toolmend-repairs" not in other_key.headers  # memory is per tenant
     assert any(" repairs=TM513=2 " in TextFormatter().format(record) for record in caplog.records if record.name == "toolmend.access")
+
+
+#: LOOP grown large enough for the work on it to run beside the event loop.
+LARGE = {**LOOP, "messages": [*LOOP["messages"], assistant(text("Done.")), user(text("x" * LARGE_BODY_BYTES))]}
+
+
+def threads_calling(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """The thread of every call of ``proxy.endpoint``'s ``name`` from now on."""
+    threads: list[int] = []
+    original = getattr(endpoint, name)
+
+    def recording(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return original(*args)
+
+    monkeypatch.setattr(endpoint, name, recording)
+    return threads
+
+
+async def test_what_a_large_body_s_retry_leaves_out_is_chosen_beside_the_event_loop(upstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    route = scripted(upstream, "/messages", refusal(), accepted())
+    threads = threads_calling(monkeypatch, "chosen")
+    async with running_proxy() as proxy:
+        response = await proxy.client.post(PATH, json=LARGE, headers=HEADERS)
+    assert (response.status_code, route.call_count, response.headers["x-toolmend-repairs"]) == (200, 2, "TM513=2")
+    assert threads and threading.get_ident() not in threads
+
+
+async def test_what_was_refused_is_looked_for_in_a_large_body_beside_the_event_loop(upstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsing, walking and hashing a large body is work like its repair."""
+    route = scripted(upstream, "/messages", refusal(), accepted(), accepted())
+    async with running_proxy() as proxy:
+        assert (await proxy.client.post(PATH, json=LOOP, headers=HEADERS)).status_code == 200  # refused, retried: noted
+        threads = threads_calling(monkeypatch, "digest")
+        response = await proxy.client.post(PATH, json=LARGE, headers=HEADERS)
+    assert (response.status_code, route.call_count, response.headers["x-toolmend-repairs"]) == (200, 3, "TM513=2")
+    assert threads and threading.get_ident() not in threads
 
 
 async def test_a_retry_refused_again_remembers_nothing(upstream) -> None:

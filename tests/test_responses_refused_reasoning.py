@@ -15,8 +15,10 @@ import orjson
 import pytest
 
 from proxy.dialects import CHAT, MESSAGES, RESPONSES
+from proxy.dialects.refusal import FirstEvent, Refusal
 from proxy.dialects.responses.plan import retried
 from proxy.dialects.responses.rules import refused_reasoning
+from proxy.endpoint import REFUSAL_BYTES
 from proxy.logs import TextFormatter
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy
 from proxy.repair.catalog import describe
@@ -263,8 +265,22 @@ def failed(message: str = QUOTED, code: str = "invalid_encrypted_content") -> by
     return b"event: response.failed\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-async def test_a_refusal_that_is_a_stream_s_first_event_is_retried(upstream) -> None:
-    refused_stream = ScriptedStream([failed()[:20], failed()[20:]])
+def error_event(message: str = QUOTED, code: str = "invalid_encrypted_content") -> bytes:
+    """The stream's ``error`` event: its message and code on the event itself (openai-python's ResponseErrorEvent)."""
+    data = {"type": "error", "code": code, "message": message, "param": None, "sequence_number": 1}
+    return b"event: error\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+@pytest.mark.parametrize("first", [failed(), error_event()], ids=["response.failed", "error"])
+def test_a_stream_s_first_event_is_read_as_the_refusal_it_is(first: bytes) -> None:
+    reader = FirstEvent(REFUSAL_BYTES)
+    assert reader.read(first[:20]) is False and reader.read(first[20:] + STREAM) is True
+    assert reader.refusal == Refusal(400, (QUOTED,), ("invalid_encrypted_content",))
+
+
+@pytest.mark.parametrize("first", [failed(), error_event()], ids=["response.failed", "error"])
+async def test_a_refusal_that_is_a_stream_s_first_event_is_retried(upstream, first: bytes) -> None:
+    refused_stream = ScriptedStream([first[:20], first[20:]])
     route = scripted(upstream, "/responses", sse_response(refused_stream), streamed())
     body = {**LOOP, "stream": True}
     async with running_proxy() as proxy:
@@ -274,8 +290,9 @@ async def test_a_refusal_that_is_a_stream_s_first_event_is_retried(upstream) -> 
     assert refused_stream.closed.is_set()
 
 
-async def test_a_stream_that_fails_first_for_another_reason_is_relayed_byte_for_byte(upstream) -> None:
-    other = failed("The server had an error while processing your request.", "server_error")
+@pytest.mark.parametrize("fails", [failed, error_event], ids=["response.failed", "error"])
+async def test_a_stream_that_fails_first_for_another_reason_is_relayed_byte_for_byte(upstream, fails: Any) -> None:
+    other = fails("The server had an error while processing your request.", "server_error")
     route = scripted(upstream, "/responses", sse_response(ScriptedStream([other])), streamed())
     async with running_proxy() as proxy:
         response_ = await proxy.client.post(PATH, json={**LOOP, "stream": True}, headers=AUTH)

@@ -6,7 +6,8 @@ Anthropic's ``{"error": {"message": ..., "code": ...}}`` (Anthropic's inside ``{
 OpenRouter's wrapper with the provider's own body as a string in ``error.metadata.raw`` (read as one more body,
 once), and Bedrock's ``ValidationException`` (``{"message": ...}``, the type in the ``x-amzn-errortype`` header or
 ``__type``). ``FirstEvent`` reads the same from the first event of a stream of status 200: Anthropic's ``event:
-error``, or a Responses ``response.failed`` whose ``response.error`` is the error. ``Refusal.says`` matches a
+error``, the Responses API's ``error`` event (its message and code on the event itself), or a Responses
+``response.failed`` whose ``response.error`` is the error. ``Refusal.says`` matches a
 wording however it is prefixed (``The model returned the following errors:``, ``Validation error:``) or quoted
 (backticks or none).
 
@@ -68,8 +69,11 @@ def _refusal(status: int, parsed: Any, bedrock: bool) -> Refusal | None:
 
 
 class FirstEvent(EventStreamReader):
-    """Reads a stream's first event and nothing after it: ``finished`` once it is read, ``refusal`` what it says when
-    it is a refusal (Anthropic's ``error`` event, a Responses ``response.failed``: counted as of status 400)."""
+    """Reads a stream up to its first complete event, comment or blank line, and nothing after it: ``finished`` once
+    that is read, ``refusal`` what it says when it is an event that is a refusal (an ``error`` event, its message and
+    code in its ``error`` object, Anthropic's, or on the event itself, the Responses API's; a Responses
+    ``response.failed``: counted as of status 400). Anything else (a keep-alive comment, an event that is no JSON)
+    ends the reading too: no client waits for more than the stream's first thing."""
 
     __slots__ = ("refusal",)
 
@@ -82,13 +86,18 @@ class FirstEvent(EventStreamReader):
         self.feed(chunk)
         return self._done or self.abandoned
 
-    def _apply(self, obj: Any) -> None:
-        if self._done:
-            return
+    def _dispatch(self, data: list[bytes]) -> None:
+        if not self._done:
+            super()._dispatch(data)  # a large event is held, and read by ``feed`` before it returns
+            self._done = True
+
+    def _kept_alive(self) -> None:
         self._done = True
+
+    def _apply(self, obj: Any) -> None:
         kind = obj.get("type") if type(obj) is dict else None
         if kind == "error":
-            self.refusal = _refusal(STATUS, obj, bedrock=False)
+            self.refusal = _refusal(STATUS, obj if type(obj.get("error")) is dict else {"error": obj}, bedrock=False)
         elif kind == FAILED and type(response := obj.get("response")) is dict and type(failed := response.get("error")) is dict:
             self.refusal = _refusal(STATUS, {"error": failed}, bedrock=False)
 

@@ -129,11 +129,15 @@ class EventStreamReader:
                 if data:
                     self._dispatch(data)
                     data.clear()
+                else:
+                    self._kept_alive()
             elif line[:5] == b"data:":
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
             elif line == b"data":
                 data.append(b"")
-            # Comments (``:``) and the other fields (``event``, ``id``, ``retry``) carry nothing we need.
+            elif line[0] == 0x3A:
+                self._kept_alive()
+            # The other fields (``event``, ``id``, ``retry``) carry nothing we need.
 
     def _dispatch(self, data: list[bytes]) -> None:
         raw = data[0] if len(data) == 1 else b"\n".join(data)
@@ -162,6 +166,10 @@ class EventStreamReader:
             return
         with contextlib.suppress(Exception):  # an answer toolmend cannot read is relayed anyway, unremembered
             self._apply(obj)
+
+    def _kept_alive(self) -> None:
+        """A comment line, or a blank line that ends no event, was read: what a server sends to keep a stream open
+        (nothing here: it carries nothing to read)."""
 
     def _lost(self) -> None:
         """An event was left out unread: a subclass forgets what it may have belonged to (nothing here: an event
