@@ -1,7 +1,9 @@
 """``redis://``: the contract every shared store keeps, against a real redis-server, plus Redis specifics:
-keys namespaced per tenant and expired by the server, one MGET per recall, one round trip per batch."""
+keys namespaced per tenant and expired by the server, a turn stored once whatever its number of call ids,
+two MGETs per recall, one round trip per batch."""
 
 import asyncio
+import hashlib
 import logging
 import math
 import time
@@ -14,6 +16,8 @@ from proxy.memory import RECALL_BATCH, StoreUnavailable, open_store
 from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
 from proxy.memory.redis import RedisStore
+from proxy.memory.refusals import MAX_DIGESTS, remember_refused
+from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD, RedisServer, eventually
 from tests.support.store_contract import Backend, StoreContract, turn
 
@@ -26,6 +30,15 @@ for _, key in ipairs(keys) do
   if left > 0 then redis.call('PEXPIRE', key, left - tonumber(ARGV[1])) end
 end
 return #keys
+"""
+
+#: The bytes every key takes on the server (``MEMORY USAGE``, values and key names), summed.
+STORED_BYTES = b"""#!lua flags=allow-cross-slot-keys,no-writes
+local total = 0
+for _, key in ipairs(redis.call('KEYS', '*')) do
+  total = total + redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')
+end
+return total
 """
 
 
@@ -78,6 +91,45 @@ def stats(*servers: RedisServer) -> dict[str, int]:
     return dict(calls)
 
 
+def stored_bytes(*servers: RedisServer) -> int:
+    """What every key takes, summed over ``servers`` (every node of a cluster)."""
+    return sum(int(server.command(b"EVAL", STORED_BYTES, b"0")[1:-2]) for server in servers)
+
+
+#: The size of one call's arguments in ``bytes_of_one_turn``.
+ARGUMENT = 256 * 1024
+
+
+async def bytes_of_one_turn(store: RedisStore, servers: tuple[RedisServer, ...], ids: int) -> int:
+    """What remembering one turn of ``ids`` calls takes on ``servers``, one of them with ``ARGUMENT`` bytes of arguments."""
+    for server in servers:
+        server.command(b"FLUSHALL")
+    calls = [{"id": f"call_{n}", "type": "function", "function": {"name": "f", "arguments": "x" * ARGUMENT if n == 0 else "{}"}}
+             for n in range(ids)]
+    await store.remember("a" * 32, [make_turn(calls)])
+    return stored_bytes(*servers)
+
+
+async def assert_a_turn_is_kept_once(store: RedisStore, *servers: RedisServer) -> None:
+    few, more = await bytes_of_one_turn(store, servers, 100), await bytes_of_one_turn(store, servers, 200)
+    assert few < 2 * ARGUMENT  # one copy of the turn (once per id: 100 copies)
+    assert more < 1.25 * few  # what another hundred ids add is their keys, not the turn again (it was twice as much)
+
+
+async def assert_a_refusal_costs_bytes_linear_in_its_digests(store: RedisStore, *servers: RedisServer) -> None:
+    digests = [hashlib.blake2b(b"%d" % n, digest_size=16).hexdigest() for n in range(MAX_DIGESTS)]
+    await remember_refused(store, f"{'a' * 32}/messages", "messages", digests)
+    assert stored_bytes(*servers) < MAX_DIGESTS * 1024  # the record once per digest: ~50 KB each
+
+
+async def test_a_turn_is_kept_once_whatever_its_number_of_call_ids(backend: Backend, redis_server: RedisServer) -> None:
+    await assert_a_turn_is_kept_once(backend.open(), redis_server)
+
+
+async def test_a_refusal_record_costs_bytes_linear_in_its_digests(backend: Backend, redis_server: RedisServer) -> None:
+    await assert_a_refusal_costs_bytes_linear_in_its_digests(backend.open(), redis_server)
+
+
 def store_on_its_own_clock(backend: Backend, server: RedisServer, ttl: float,
                            clock: Callable[[], float] = time.time) -> RedisStore:
     """A store outside the fixture's time, closed with the fixture's stores."""
@@ -91,27 +143,34 @@ async def test_keys_are_per_tenant_and_expire_on_the_server(backend: Backend, re
     before = time.time()
     await store.remember("a" * 32, [turn("call_k1", "call_k2")])
     after = time.time()
-    keys = redis_server.command(b"KEYS", b"*").decode()
-    assert f"toolmend:{'a' * 32}:call_k1" in keys and f"toolmend:{'a' * 32}:call_k2" in keys and "toolmend:turns" in keys
-    expires_ms = int(redis_server.command(b"PEXPIRETIME", f"toolmend:{'a' * 32}:call_k1".encode())[1:-2])
-    # 30 s after the write, which the server did between ``before`` and ``after``, however long that took.
-    assert math.floor(before * 1000) + 30_000 <= expires_ms <= math.ceil(after * 1000) + 30_000
+    keys = redis_server.command(b"KEYS", b"*").decode().split("\r\n")
+    scope = f"toolmend:{'a' * 32}"
+    turn_keys = [key for key in keys if key.startswith(f"{scope}:t:")]
+    assert f"{scope}:i:call_k1" in keys and f"{scope}:i:call_k2" in keys and "toolmend:turns" in keys and len(turn_keys) == 1
+    assert redis_server.command(b"GET", f"{scope}:i:call_k1".encode()).endswith(turn_keys[0].encode()[len(f"{scope}:t:"):] + b"\r\n")
+    for key in (f"{scope}:i:call_k1", turn_keys[0]):
+        expires_ms = int(redis_server.command(b"PEXPIRETIME", key.encode())[1:-2])
+        # 30 s after the write, which the server did between ``before`` and ``after``, however long that took.
+        assert math.floor(before * 1000) + 30_000 <= expires_ms <= math.ceil(after * 1000) + 30_000
 
 
-async def test_one_mget_per_recall_and_one_round_trip_per_batch(backend: Backend, redis_server: RedisServer) -> None:
+async def test_two_mgets_per_recall_and_one_round_trip_per_batch(backend: Backend, redis_server: RedisServer) -> None:
     store = store_on_its_own_clock(backend, redis_server, ttl=60, clock=lambda: 1e9)  # time stands still
     await store.remember("t", [turn("call_p1", "call_p2")])
     await store.remember("t", [turn("call_p3")])
     redis_server.command(b"CONFIG", b"RESETSTAT")
     found = await store.recall("t", ["call_p1", "call_p3", "call_p2", "call_none"])
     assert set(found) == {"call_p1", "call_p2", "call_p3"}
-    assert stats(redis_server) == {"mget": 1}  # one round trip, whatever the number of ids
+    assert stats(redis_server) == {"mget": 2}  # the ids' turns, then the turns: whatever the number of ids
+    redis_server.command(b"CONFIG", b"RESETSTAT")
+    assert await store.recall("t", ["call_none"]) == {}
+    assert stats(redis_server) == {"mget": 1}  # no turn to fetch
     redis_server.command(b"CONFIG", b"RESETSTAT")
     # One batch: both remembered before the writer runs.
     await asyncio.gather(store.remember("t", [turn("call_p4")]), store.remember("u", [turn("call_p5", "call_p6")]))
-    # One round trip: a script that SETs each call id's key and indexes each turn (expired index entries
-    # are dropped at most once a second, here by the first batch: no time passes between the two).
-    assert stats(redis_server) == {"evalsha": 1, "set": 3, "zadd": 2, "pexpire": 1, "zcard": 1}
+    # One round trip: a script that SETs each turn and each call id's key and indexes each turn (expired index
+    # entries are dropped at most once a second, here by the first batch: no time passes between the two).
+    assert stats(redis_server) == {"evalsha": 1, "set": 5, "zadd": 2, "pexpire": 1, "zcard": 1}
 
 
 async def test_a_dead_server_fails_fast_and_the_guard_recovers_when_it_is_back(caplog) -> None:
@@ -157,4 +216,4 @@ async def test_a_recall_of_many_ids_is_looked_up_in_bounded_batches(backend: Bac
     redis_server.command(b"CONFIG", b"RESETSTAT")
     ids = [*(f"call_unsigned{n}" for n in range(10 * RECALL_BATCH - 1)), "call_kept"]
     assert set(await store.recall("t", ids)) == {"call_kept"}
-    assert stats(redis_server) == {"mget": 10}
+    assert stats(redis_server) == {"mget": 11}  # and the one turn found

@@ -16,7 +16,12 @@ from proxy.memory.guarded import GuardedStore
 from proxy.memory.redis_cluster import RedisClusterStore
 from tests.support.processes import HANG_GUARD, ProxyProcess, RedisCluster, RedisClusterNode, eventually
 from tests.support.store_contract import Backend, StoreContract, turn
-from tests.test_memory_redis import ServerTime, stats
+from tests.test_memory_redis import (
+    ServerTime,
+    assert_a_refusal_costs_bytes_linear_in_its_digests,
+    assert_a_turn_is_kept_once,
+    stats,
+)
 
 TENANTS = ("a" * 32, "b" * 32, "c" * 32)  # tenant ids are 32 hex digits (proxy.tenant)
 
@@ -60,13 +65,22 @@ async def test_a_tenants_keys_share_one_slot_and_a_batch_is_one_script_call_per_
     # One batch: every tenant's turn remembered before the writer runs.
     await asyncio.gather(*(store.remember(tenant, [turn("call_1", "call_2")]) for tenant in tenants))
     for tenant, node in zip(tenants, cluster.nodes):
-        assert stats(node) == {"evalsha": 1, "set": 2, "zadd": 1, "pexpire": 1, "zcard": 1}
-        keys = [f"toolmend:{{{tenant}}}:call_1", f"toolmend:{{{tenant}}}:call_2", f"toolmend:turns:{{{tenant}}}"]
+        assert stats(node) == {"evalsha": 1, "set": 3, "zadd": 1, "pexpire": 1, "zcard": 1}
+        keys = [f"toolmend:{{{tenant}}}:i:call_1", f"toolmend:{{{tenant}}}:i:call_2", f"toolmend:turns:{{{tenant}}}"]
+        keys.append(f"toolmend:{{{tenant}}}:t:" + node.command(b"GET", keys[0].encode()).split(b"\r\n")[1].decode())
         assert len({slot(cluster, key) for key in keys}) == 1
         assert all(node.command(b"EXISTS", key.encode()) == b":1\r\n" for key in keys)
     cluster.command(b"CONFIG", b"RESETSTAT")
     assert set(await store.recall(tenants[0], ["call_2", "call_1", "call_none"])) == {"call_1", "call_2"}
-    assert stats(*cluster.nodes) == {"mget": 1}  # one round trip, to the tenant's master
+    assert stats(*cluster.nodes) == {"mget": 2}  # the ids, then their turns: to the tenant's master
+
+
+async def test_a_turn_is_kept_once_whatever_its_number_of_call_ids(backend: Backend, cluster: RedisCluster) -> None:
+    await assert_a_turn_is_kept_once(backend.open(), *cluster.nodes)
+
+
+async def test_a_refusal_record_costs_bytes_linear_in_its_digests(backend: Backend, cluster: RedisCluster) -> None:
+    await assert_a_refusal_costs_bytes_linear_in_its_digests(backend.open(), *cluster.nodes)
 
 
 async def test_max_entries_bounds_each_tenant(backend: Backend) -> None:

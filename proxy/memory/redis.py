@@ -2,11 +2,18 @@
 
 Keys, all under ``toolmend:``:
 
-- ``toolmend:<tenant>:<call id>``: the whole turn (orjson) that declared the call, one key per call id of
-  the turn, so a recall is one ``MGET`` per ``RECALL_BATCH`` ids. The server expires each key
-  ``ttl_seconds`` after the turn was last remembered (``SET ... PX``).
-- ``toolmend:turns``: a sorted set of the remembered turns by time, to keep at most ``max_entries`` of
-  them: when a batch takes it over the bound, the oldest turns and their keys are deleted.
+- ``toolmend:<tenant>:t:<digest>``: the turn (orjson), once, whatever its number of call ids; the digest is
+  of the index member below (the tenant and the turn's ids), so a turn with the same ids replaces it.
+- ``toolmend:<tenant>:i:<call id>``: the digest of the turn that declared the call, one key per call id. A
+  recall is one ``MGET`` of these per ``RECALL_BATCH`` ids, then one ``MGET`` of the turns they name (none
+  when no id is known). The server expires every key ``ttl_seconds`` after the turn was last remembered
+  (``SET ... PX``).
+- ``toolmend:turns``: a sorted set of the remembered turns by time (``[tenant, ids]``), to keep at most
+  ``max_entries`` of them: when a batch takes it over the bound, the oldest turns and their keys are deleted.
+
+The first layout kept the whole turn under ``toolmend:<tenant>:<call id>``, once per call id (a turn's size
+times its ids). Those keys are not read: they expire within ``ttl_seconds``, and in a rolling upgrade a
+call one version remembered is unknown to the other (as if forgotten), never misread.
 
 Writes go through the group commit (``proxy.memory.groupcommit``): each batch of remembered
 turns is one ``EVALSHA`` of a short script that runs the batch's ``SET``s and ``ZADD``s on the server,
@@ -18,6 +25,7 @@ understands, e.g. ``?socket_timeout=2``. ``proxy.memory.redis_cluster`` is this 
 its own client, key names and index per tenant.
 """
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import cast
@@ -26,25 +34,28 @@ import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.typing import EncodableT, ZSetScoredMembers
+from redis.typing import EncodableT
 
 from proxy.memory.groupcommit import GroupCommitStore, Write
 from proxy.turns import Turn, call_ids
 
 PREFIX = "toolmend"
 
-#: One batch of turns in one round trip, atomically. KEYS: the index, then each turn's keys (one per call
-#: id). ARGV: ttl in ms, now, the time before which index entries have expired (or "" to leave them),
-#: then per turn: its number of call ids, its index member, the turn. Returns the index's size.
+#: One batch of turns in one round trip, atomically. KEYS: the index, then per turn its call ids' keys and
+#: its turn key. ARGV: ttl in ms, now, the time before which index entries have expired (or "" to leave
+#: them), then per turn: its number of call ids, its index member, the turn, its digest. Returns the
+#: index's size.
 REMEMBER_BATCH = """
 local key, i = 2, 4
 while i <= #ARGV do
   for _ = 1, tonumber(ARGV[i]) do
-    redis.call('SET', KEYS[key], ARGV[i + 2], 'PX', ARGV[1])
+    redis.call('SET', KEYS[key], ARGV[i + 3], 'PX', ARGV[1])
     key = key + 1
   end
+  redis.call('SET', KEYS[key], ARGV[i + 2], 'PX', ARGV[1])
+  key = key + 1
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i + 1])
-  i = i + 3
+  i = i + 4
 end
 if ARGV[3] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
@@ -80,8 +91,15 @@ class RedisStore(GroupCommitStore):
         )
         return aioredis.Redis(connection_pool=self._pool)
 
+    def scope(self, tenant: str) -> str:
+        """What every key of ``tenant`` starts with."""
+        return f"{self._prefix}:{tenant}"
+
     def key(self, tenant: str, call_id: str) -> str:
-        return f"{self._prefix}:{tenant}:{call_id}"
+        return f"{self.scope(tenant)}:i:{call_id}"
+
+    def turn_key(self, tenant: str, digest: str) -> str:
+        return f"{self.scope(tenant)}:t:{digest}"
 
     async def write(self, batch: list[Write]) -> None:
         now = self.clock()
@@ -100,8 +118,11 @@ class RedisStore(GroupCommitStore):
             for turn in entry.turns:
                 ids = call_ids(turn)
                 if ids:
+                    member = orjson.dumps([entry.tenant, ids])
+                    digest = _digest(member)
                     keys += [self.key(entry.tenant, cid) for cid in ids]
-                    args += [len(ids), orjson.dumps([entry.tenant, ids]), orjson.dumps(turn)]
+                    keys.append(self.turn_key(entry.tenant, digest))
+                    args += [len(ids), member, orjson.dumps(turn), digest]
         if len(keys) == 1:
             return
         over = await self._remember_batch(keys=keys, args=args) - self.max_entries
@@ -109,23 +130,27 @@ class RedisStore(GroupCommitStore):
             await self._evict_oldest(index, over)
 
     async def _evict_oldest(self, index: str, count: int) -> None:
-        # ZPOPMIN always answers (member, score) pairs; redis-py's return type also allows bare members.
-        oldest = cast(ZSetScoredMembers, await self._redis.zpopmin(index, count))
-        keys = [self.key(tenant, cid) for member, _ in oldest for tenant, ids in [orjson.loads(member)] for cid in ids]
+        # ZPOPMIN always answers (member, score) pairs, members as bytes (replies are not decoded); redis-py's
+        # return type also allows bare members and text.
+        oldest = cast(list[tuple[bytes, float]], await self._redis.zpopmin(index, count))
+        keys: list[str] = []
+        for member, _ in oldest:
+            tenant, ids = orjson.loads(member)
+            keys += [self.key(tenant, cid) for cid in ids]
+            keys.append(self.turn_key(tenant, _digest(member)))
         if keys:
             await self._redis.delete(*keys)
 
     async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
-        values = await self._redis.mget([self.key(tenant, cid) for cid in ids])
-        found: dict[str, Turn] = {}
-        parsed: dict[bytes | str, Turn] = {}  # the ids of one turn share one parsed turn
-        for cid, blob in zip(ids, values, strict=True):
-            if blob is None:
-                continue
-            if blob not in parsed:
-                parsed[blob] = orjson.loads(blob)
-            found[cid] = parsed[blob]
-        return found
+        digests = cast(list[bytes | None], await self._redis.mget([self.key(tenant, cid) for cid in ids]))
+        known = {cid: digest.decode() for cid, digest in zip(ids, digests, strict=True) if digest is not None}
+        if not known:
+            return {}
+        wanted = list(dict.fromkeys(known.values()))  # the ids of one turn share one fetched, parsed turn
+        blobs = await self._redis.mget([self.turn_key(tenant, digest) for digest in wanted])
+        turns = {digest: orjson.loads(blob) for digest, blob in zip(wanted, blobs, strict=True) if blob is not None}
+        # An id whose turn went in between (evicted, expired) is absent, as its own key would be a moment later.
+        return {cid: turns[digest] for cid, digest in known.items() if digest in turns}
 
     async def ping(self) -> None:
         await self._redis.ping()
@@ -133,3 +158,8 @@ class RedisStore(GroupCommitStore):
     async def disconnect(self) -> None:
         await self._redis.aclose()
         await self._pool.disconnect()
+
+
+def _digest(member: bytes) -> str:
+    """A turn key's last part: the digest of its index member, so the member alone names every key of the turn."""
+    return hashlib.blake2b(member, digest_size=16).hexdigest()

@@ -6,7 +6,8 @@ one slot. The store is ``proxy.memory.redis``'s, with keys that keep each tenant
 tag ``{<tenant>}`` is in every key name, so only the part in braces decides the slot (tenant ids are hex
 digests, ``proxy.tenant``: never a brace in them):
 
-- ``toolmend:{<tenant>}:<call id>``: the turn, as on a single server; a recall is still one ``MGET``.
+- ``toolmend:{<tenant>}:t:<digest>`` and ``toolmend:{<tenant>}:i:<call id>``: the turn once and each call
+  id's pointer to it, as on a single server; a recall is still one ``MGET`` of ids and one of turns.
 - ``toolmend:turns:{<tenant>}``: the tenant's turns by time, which keeps at most ``max_entries`` turns *per
   tenant*. One index of every tenant's turns would be one key, in one slot, on one master, touched by
   every write from every tenant: a script could not update it together with the turns, and it would
@@ -58,8 +59,8 @@ class RedisClusterStore(RedisStore):
             retry=Retry(NoBackoff(), 0),
         )
 
-    def key(self, tenant: str, call_id: str) -> str:
-        return f"{self._prefix}:{{{tenant}}}:{call_id}"
+    def scope(self, tenant: str) -> str:
+        return f"{self._prefix}:{{{tenant}}}"
 
     async def write(self, batch: list[Write]) -> None:
         now = self.clock()

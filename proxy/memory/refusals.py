@@ -3,7 +3,8 @@ left out (``proxy/dialects/refusal.py``), so that later requests leave them out 
 
 They are kept in the memory store itself, whichever backend (shared by every worker and replica, bounded and expiring
 as the store's turns are): one record a refusal, a turn with no content recalled by ``refused:<digest>``, at most
-``MAX_DIGESTS`` of them. ``Noted`` is this process's bounded list of the scopes that have such records, so that a
+``MAX_DIGESTS`` of them. Every store keeps a turn once however many ids recall it, so a record costs bytes linear in
+its digests. ``Noted`` is this process's bounded list of the scopes that have such records, so that a
 request of any other scope (nearly all) asks the store nothing: a worker that has not seen a scope's refusal yet
 learns of it on its own first refused round trip.
 """
