@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -43,6 +43,8 @@ from proxy.turns import Turn, entry_count
 log = logging.getLogger("toolmend")
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response | StreamRelay]]
+#: How work whose cost grows with the body runs: ``_inline`` for a small body, ``_in_thread`` for a large one.
+Runner = Callable[..., Awaitable[Any]]
 
 REPAIRS_HEADER = b"x-toolmend-repairs"
 #: On repaired requests that had tool calls put back: how many came from memory and how many were made up.
@@ -401,10 +403,6 @@ def heap_frozen(function: Callable[..., T], *args: Any) -> T:
         return function(*args)
     finally:
         gc.unfreeze()
-
-
-class Runner(Protocol):
-    def __call__(self, function: Callable[..., T], *args: Any) -> Awaitable[T]: ...
 
 
 def _runner(body: bytes, recalled: dict[str, Turn] | None = None) -> Runner:
