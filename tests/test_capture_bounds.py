@@ -1,7 +1,9 @@
 """What one remembered turn may hold (issue 23): an upstream's answer padded with junk (empty objects by the
 hundred thousand, blocks past any turn's size, input nested past any call's) is remembered as its turn alone, in
 every store; an answer too dense to be a turn is not parsed at all; large answers and events are parsed beside the
-event loop; the recall view reads no more than a turn keeps; and what was left out is counted and logged."""
+event loop; the recall view reads no more than a turn keeps; the choices of one answer keep no more than one turn
+may; a small request that recalls large turns is repaired beside the event loop; and what was left out is counted
+and logged."""
 
 import asyncio
 import logging

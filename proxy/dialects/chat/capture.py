@@ -16,7 +16,7 @@ what it can understand and silently skips the rest.
 
 What capture holds is bounded by :class:`~proxy.dialects.capture.CaptureLimit` (``--max-capture-bytes``): an answer larger than
 that, JSON or stream, is still relayed in full, but its calls are not remembered. A hostile or broken
-upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it. What one turn
+upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it. What one answer
 keeps is bounded as ``proxy.dialects.capture`` says (MAX_TURNS choices, and calls: MAX_ENTRIES in all its choices
 together, where an entry of ``tool_calls`` with neither an ``id`` nor a ``function`` is no call and is left out).
 """
