@@ -38,7 +38,7 @@ from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import CallSource, calls_by_source, summarize_calls
 from proxy.router import InvalidPath, UpstreamRoute
 from proxy.state import ProxyState
-from proxy.turns import Turn
+from proxy.turns import Turn, entry_count
 
 log = logging.getLogger("toolmend")
 T = TypeVar("T")
@@ -61,6 +61,9 @@ CLIENT_CLOSED_REQUEST = 499
 #: the heap as it was frozen for the collector. A broken history of this size (about 2,000 messages) takes some
 #: 10 ms to repair; below it, the thread hand-off would cost more than it saves.
 LARGE_BODY_BYTES = 256 * 1024
+#: What one recalled entry (a call, item or block the repair may put back) weighs against LARGE_BODY_BYTES: the
+#: repair views, re-inserts and encodes it, about the work a kilobyte of body takes.
+RECALLED_ENTRY_BYTES = 1024
 
 #: An upstream error a dialect may retry (``Dialect.retries``) is read up to this size to ask the dialect; a larger one
 #: goes to the client as it arrives.
@@ -172,11 +175,11 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
 
     The engine's work on a large body runs in a thread so that other clients are not kept waiting (the
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds), with the
-    heap frozen for the cycle collector (``heap_frozen``). A client that leaves meanwhile ends the request (499),
-    and the engine, cancelled, stops at its next rule instead of repairing for no one."""
+    heap frozen for the cycle collector (``heap_frozen``); so does the repair of a small body that recalls large
+    turns (``_runner``). A client that leaves meanwhile ends the request (499), and the engine, cancelled, stops at
+    its next rule instead of repairing for no one."""
     state: ProxyState = request.app.state.proxy
-    run = _in_thread if len(body) > LARGE_BODY_BYTES else _inline
-    planned = await run(dialect.plan, parsed, profile)
+    planned = await _runner(body)(dialect.plan, parsed, profile)
     outgoing: bytes | None = body
     counts: Counter[str] = Counter()
     calls: Counter[CallSource] = Counter()
@@ -185,7 +188,7 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
         cancel = Cancel()
         try:
             with client_watch(request.receive):
-                result, repaired, counts, calls = await run(_repaired, planned, recalled, state.policy, cancel)
+                result, repaired, counts, calls = await _runner(body, recalled)(_repaired, planned, recalled, state.policy, cancel)
         except ClientGone:
             log.info("client left during the repair; repair stopped")
             raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
@@ -419,6 +422,15 @@ def heap_frozen(function: Callable[..., T], *args: Any) -> T:
         return function(*args)
     finally:
         gc.unfreeze()
+
+
+def _runner(body: bytes, recalled: dict[str, Turn] | None = None) -> Runner:
+    """Where the engine's work on ``body`` runs: in a thread (``_in_thread``) when the body, with the entries of the
+    turns recalled for it (RECALLED_ENTRY_BYTES each), is larger than LARGE_BODY_BYTES; else on the event loop. Each
+    recalled turn's entries are counted once, off its list (``entry_count``): nothing recalled is walked here."""
+    turns = {id(turn): turn for turn in recalled.values()}.values() if recalled else ()
+    weight = len(body) + RECALLED_ENTRY_BYTES * sum(entry_count(turn) for turn in turns)
+    return _in_thread if weight > LARGE_BODY_BYTES else _inline
 
 
 async def _inline(function: Callable[..., T], *args: Any) -> T:

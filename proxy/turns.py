@@ -44,6 +44,12 @@ def make_turn(
     return {"tool_calls": tool_calls, "content": content, "reasoning_content": reasoning_content}
 
 
+def entry_count(turn: Turn) -> int:
+    """How many entries a turn holds (chat calls, Responses items or Messages blocks), read off its list, not walked."""
+    entries = turn.get("tool_calls", turn.get("items", turn.get("blocks")))
+    return len(entries) if isinstance(entries, list) else 0
+
+
 def dialect_of(turn: Turn) -> Dialect:
     return turn.get("dialect", "chat")
 

@@ -1,7 +1,9 @@
 """What one remembered turn may hold (issue 23): an upstream's answer padded with junk (empty objects by the
 hundred thousand, blocks past any turn's size, input nested past any call's) is remembered as its turn alone, in
 every store; an answer too dense to be a turn is not parsed at all; large answers and events are parsed beside the
-event loop; the recall view reads no more than a turn keeps; and what was left out is counted and logged."""
+event loop; the recall view reads no more than a turn keeps; the choices of one answer keep no more than one turn
+may; a small request that recalls large turns is repaired beside the event loop; and what was left out is counted
+and logged."""
 
 import asyncio
 import logging
@@ -17,7 +19,9 @@ import respx
 
 import proxy.dialects.responses.capture
 import proxy.dialects.sse
-from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_PARTS, MAX_READ_VALUES, MAX_VALUES, Cut, ReadAside
+import proxy.endpoint
+from proxy.dialects.capture import LARGE_ANSWER_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_PARTS, MAX_READ_VALUES, MAX_TURNS, MAX_VALUES, Cut
+from proxy.dialects.capture import ReadAside
 from proxy.dialects.chat.capture import StreamCapture
 from proxy.dialects.chat.capture import turns_from_json as chat_turns
 from proxy.dialects.messages.capture import MessagesStreamCapture
@@ -26,9 +30,10 @@ from proxy.dialects.messages.view import view_turn as messages_view
 from proxy.dialects.responses.capture import ResponsesStreamCapture
 from proxy.dialects.responses.capture import turns_from_json as responses_turns
 from proxy.dialects.responses.view import view_turn as responses_view
+from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD, RedisServer
-from tests.support.proxy_fixtures import AUTH, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings
-from tests.support.proxy_fixtures import running_proxy, sse_response, tenant_for
+from tests.support.proxy_fixtures import AUTH, DONE, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings
+from tests.support.proxy_fixtures import orphan_history, running_proxy, sse_response, tenant_for
 from tests.test_capture_limit import abandoned
 
 #: Empty objects beside the call: more than LARGE_ANSWER_BYTES of them, fewer values than MAX_READ_VALUES.
@@ -317,3 +322,56 @@ def test_a_streamed_text_block_gathers_at_most_max_parts_citations() -> None:
     capture.feed(event({"type": "content_block_stop", "index": 1}))
     (turn,) = capture.turns()
     assert len(turn["blocks"][0]["citations"]) == MAX_PARTS
+
+
+def many_choices(stream: bool) -> httpx.Response:
+    """A chat answer of MAX_TURNS choices of one call fewer than MAX_ENTRIES each: as a stream, one event a choice; as
+    JSON, calls of an id alone, to stay under what is ``too_dense`` to read."""
+    def calls(choice: int) -> list[dict[str, Any]]:
+        return [{"index": n, "id": f"c{choice}_{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                if stream else {"id": f"c{choice}_{n}"} for n in range(MAX_ENTRIES - 1)]
+
+    if stream:
+        events = [event(chunk([delta(choice, tool_calls=calls(choice))])) for choice in range(MAX_TURNS)]
+        return sse_response(ScriptedStream([*events, DONE]))
+    return httpx.Response(200, json=completion(*(calls(choice) for choice in range(MAX_TURNS))))
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+async def test_the_choices_of_one_chat_answer_keep_max_entries_calls_in_all(stream: bool) -> None:
+    with respx.mock(base_url=UPSTREAM) as upstream:
+        upstream.post("/chat/completions").mock(return_value=many_choices(stream))
+        async with running_proxy(make_settings(memory="memory://")) as running:
+            response = await running.client.post(PATHS["chat"], json={**ASKED["chat"], "stream": stream}, headers=AUTH)
+            assert response.status_code == 200
+            ids = [f"c{choice}_{n}" for choice in range(MAX_TURNS) for n in range(MAX_ENTRIES - 1)]
+            found = await running.state.store.recall(scope("chat"), ids)
+            metrics = (await running.client.get("/metrics")).text
+    turns = {id(turn): turn for turn in found.values()}.values()
+    assert sum(len(turn["tool_calls"]) for turn in turns) == MAX_ENTRIES
+    assert [len(turn["tool_calls"]) for turn in turns] == [MAX_ENTRIES - 1, 1]  # the first choices, whole but the last
+    assert abandoned(metrics, "bounds") == 1
+
+
+@pytest.mark.parametrize("entries", [1, MAX_ENTRIES])
+async def test_a_small_request_that_recalls_large_turns_is_repaired_beside_the_event_loop(
+        monkeypatch: pytest.MonkeyPatch, entries: int) -> None:
+    """The repair views and puts back every entry of the turns it recalls: their size weighs as the body's does."""
+    repairs: list[int] = []
+    original = proxy.endpoint._repaired
+
+    def recording(*args: Any) -> Any:
+        repairs.append(threading.get_ident())
+        return original(*args)
+
+    monkeypatch.setattr(proxy.endpoint, "_repaired", recording)
+    with respx.mock(base_url=UPSTREAM) as upstream:
+        upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion()))
+        async with running_proxy(make_settings(memory="memory://")) as running:
+            await running.state.store.remember(scope("chat"), [make_turn([call(f"call_{n}") for n in range(entries)])])
+            body = {"model": "m", "messages": orphan_history("call_0")}
+            response = await running.client.post(PATHS["chat"], json=body, headers=AUTH)
+    assert response.status_code == 200 and response.headers["x-toolmend-repairs"].startswith("TM101=1")
+    assert len(orjson.dumps(body)) < LARGE_ANSWER_BYTES
+    on_loop = repairs == [threading.get_ident()]
+    assert len(repairs) == 1 and on_loop == (entries == 1)

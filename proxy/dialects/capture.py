@@ -2,10 +2,11 @@
 event streams. Both return whole turns (``proxy.turns.Turn``) tagged with the dialect, never raise, and
 keep what they can read of a broken answer.
 
-What one remembered turn may hold is bounded here, for every dialect and store: its entries (Responses output
-items, Messages content blocks, Chat tool calls), their nesting and the JSON values in them all. Readers keep
-only what is part of a turn (``bounded``) and count what they leave out (``Cut``); an answer or event that may
-hold more values than any turn could keep is not parsed at all (``too_dense``).
+What one answer may leave in memory is bounded here, for every dialect and store: the entries of all its turns
+(Responses output items, Messages content blocks, Chat tool calls of every choice), their nesting and the JSON
+values in them all. Readers keep only what is part of a turn (``bounded``, within the answer's ``Budget``) and
+count what they leave out (``Cut``); an answer or event that may hold more values than any turn could keep is not
+parsed at all (``too_dense``).
 """
 
 import asyncio
@@ -21,15 +22,16 @@ from proxy.turns import Turn
 
 log = logging.getLogger("toolmend")
 
-#: Most entries one turn keeps: the output items of a response, the content blocks of a message, the tool calls of
-#: a choice. A turn is made of the first entries of an answer only; the ones past it are not even looked at.
+#: Most entries the turns of one answer keep in all: the output items of a response, the content blocks of a
+#: message, the tool calls of all a completion's choices together. Turns are made of the first entries of an answer
+#: only; the ones past it are not even looked at.
 MAX_ENTRIES = 512
 #: Deepest nesting kept inside one entry (the entry itself is level 1); a deeper entry is left out.
 MAX_DEPTH = 32
 #: Most JSON values (objects, arrays, strings, numbers... at every level, the parts of a message included) the
-#: entries of one turn keep in all; the entries past it are left out.
+#: entries of one answer's turns keep in all; the entries past it are left out.
 MAX_VALUES = 50_000
-#: Most turns one answer gives (Chat's choices).
+#: Most turns one answer gives (Chat's choices); MAX_ENTRIES and MAX_VALUES bound what they keep together.
 MAX_TURNS = 128
 #: Most pieces one streamed entry gathers beside its text (a Messages text block's citations).
 MAX_PARTS = 1024
@@ -137,6 +139,14 @@ class Capture(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class Budget:
+    """What the turns of one answer may still keep, whatever its choices: entries looked at, values copied."""
+
+    entries: int = MAX_ENTRIES
+    values: int = MAX_VALUES
+
+
 @dataclass(frozen=True, slots=True)
 class Readers:
     """A ``Capture`` made of a dialect's two readers: a function for JSON bodies, a reader class for streams."""
@@ -164,8 +174,8 @@ class CaptureLimit:
     def trimmed(self, cut: Cut) -> None:
         """Say, without content, that ``cut`` left something out of an answer's turns; nothing when it did not."""
         if cut.entries:
-            log.info("upstream answer held more than a remembered turn may (entries that are no part of one, or past %d "
-                     "entries, %d levels or %d values): %d left out", MAX_ENTRIES, MAX_DEPTH, MAX_VALUES, cut.entries)
+            log.info("upstream answer held more than its remembered turns may (entries that are no part of one, or past %d "
+                     "entries, %d levels or %d values in all): %d left out", MAX_ENTRIES, MAX_DEPTH, MAX_VALUES, cut.entries)
             self.gave_up("bounds")
 
 
@@ -173,20 +183,22 @@ _NESTED = (dict, list)
 
 
 class _Over(Exception):
-    """An entry past MAX_DEPTH or the turn's MAX_VALUES."""
+    """An entry past MAX_DEPTH or the answer's MAX_VALUES."""
 
 
-def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut) -> list[dict[str, Any]]:
-    """Copies of the ``entries`` one turn keeps, in order: of the first MAX_ENTRIES, those ``part_of_turn`` says are
-    (objects, by the dialect's test), each at most MAX_DEPTH deep, while they come to at most MAX_VALUES values in
-    all. The values an entry left out took count against that budget too, so the work is bounded by it. ``cut``
-    counts every entry left out."""
+def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut, budget: Budget | None = None) -> list[dict[str, Any]]:
+    """Copies of the ``entries`` one turn keeps, in order: of the first the answer's ``budget`` lets it look at, those
+    ``part_of_turn`` says are (objects, by the dialect's test), each at most MAX_DEPTH deep, while the budget has
+    values left. The entries looked at and the values copied (those of an entry left out too, so the work is bounded
+    by it) are taken from ``budget``, which the turns of one answer share (a new one when None: the answer's only
+    turn). ``cut`` counts every entry left out."""
     kept: list[dict[str, Any]] = []
-    budget = [MAX_VALUES]
+    budget = Budget() if budget is None else budget
     for seen, entry in enumerate(entries):
-        if seen == MAX_ENTRIES or budget[0] <= 0:
+        if budget.entries <= 0 or budget.values <= 0:
             cut.entries += len(entries) - seen
             break
+        budget.entries -= 1
         if type(entry) is not dict or not part_of_turn(entry):
             cut.entries += 1
             continue
@@ -197,10 +209,10 @@ def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut) -
     return kept
 
 
-def _copied(value: Any, depth: int, budget: list[int]) -> Any:
+def _copied(value: Any, depth: int, budget: Budget) -> Any:
     """A copy of a container at ``depth``; its own values count against ``budget`` (scalars are shared: immutable)."""
-    budget[0] -= len(value)
-    if budget[0] < 0 or depth > MAX_DEPTH:
+    budget.values -= len(value)
+    if budget.values < 0 or depth > MAX_DEPTH:
         raise _Over
     if type(value) is dict:
         return {key: _copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for key, inner in value.items()}

@@ -16,9 +16,9 @@ what it can understand and silently skips the rest.
 
 What capture holds is bounded by :class:`~proxy.dialects.capture.CaptureLimit` (``--max-capture-bytes``): an answer larger than
 that, JSON or stream, is still relayed in full, but its calls are not remembered. A hostile or broken
-upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it. What one turn
-keeps is bounded as ``proxy.dialects.capture`` says (MAX_TURNS choices, and in each, calls: an entry of
-``tool_calls`` with neither an ``id`` nor a ``function`` is no call and is left out).
+upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it. What one answer
+keeps is bounded as ``proxy.dialects.capture`` says (MAX_TURNS choices, and calls: MAX_ENTRIES in all its choices
+together, where an entry of ``tool_calls`` with neither an ``id`` nor a ``function`` is no call and is left out).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.capture import MAX_ENTRIES, MAX_TURNS, Cut, Readers, bounded, read_answer
+from proxy.dialects.capture import MAX_TURNS, Budget, Cut, Readers, bounded, read_answer
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn, make_turn
 
@@ -69,13 +69,14 @@ def _choices_with(obj: Any, key: str) -> Iterator[tuple[dict[str, Any], dict[str
 
 def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None = None) -> list[Turn]:
     """The tool-call turns of a non-streaming ``chat.completion`` body, one per choice that made calls (MAX_TURNS at
-    most), what they leave out counted in ``cut``.
+    most, their calls within one ``Budget``), what they leave out counted in ``cut``.
 
     ``tool_calls`` entries are returned exactly as the upstream sent them (every key, in order), so that a
     re-inserted turn is byte-for-byte what the upstream produced (S13: e.g. Gemini's ``extra_content``
     thought signatures must survive). Never raises: anything unreadable yields ``[]``.
     """
     cut = Cut() if cut is None else cut
+    budget = Budget()
     try:
         obj = read_answer(body, cut)
         out: list[Turn] = []
@@ -87,7 +88,7 @@ def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None 
                 cut.entries += 1
                 break
             # What is no call cannot be re-inserted as one; keeping it would only hand garbage to repair.
-            kept = bounded(calls, is_call, cut)
+            kept = bounded(calls, is_call, cut, budget)
             if kept:
                 out.append(make_turn(kept, _text(message.get("content")), _reasoning(message)))
         return out
@@ -175,13 +176,15 @@ class _Call:
 
 
 class _Full(Exception):
-    """A choice holds MAX_ENTRIES calls already."""
+    """The answer's choices hold all the calls its ``Budget`` lets them."""
 
 
 class _Choice:
-    __slots__ = ("by_id", "by_index", "calls", "content", "last", "reasoning")
+    __slots__ = ("by_id", "by_index", "calls", "content", "held", "last", "reasoning")
 
-    def __init__(self) -> None:
+    def __init__(self, held: Budget) -> None:
+        # Shared by all the choices of one answer: what they may still hold.
+        self.held = held
         self.content: list[str] = []
         self.reasoning: list[str] = []
         # Keys are (index, generation): ``generation`` > 0 only when a provider reuses an index for a
@@ -192,8 +195,9 @@ class _Choice:
         self.last: tuple[int, int] | None = None
 
     def _new(self, key: tuple[int, int]) -> _Call:
-        if len(self.calls) == MAX_ENTRIES:
+        if self.held.entries <= 0:
             raise _Full
+        self.held.entries -= 1
         call = self.calls[key] = _Call()
         self.by_index[key[0]] = key
         return call
@@ -232,8 +236,8 @@ class _Choice:
             self.by_id.setdefault(cid, key)
         self.last = key
 
-    def turn(self, cut: Cut) -> Turn | None:
-        calls = bounded([self.calls[key].build() for key in sorted(self.calls) if self.calls[key].id is not None], is_call, cut)
+    def turn(self, cut: Cut, budget: Budget) -> Turn | None:
+        calls = bounded([self.calls[key].build() for key in sorted(self.calls) if self.calls[key].id is not None], is_call, cut, budget)
         if not calls:
             return None
         # Empty text counts as absent, matching non-streaming answers that carry ``content: null``.
@@ -251,11 +255,12 @@ class StreamCapture(EventStreamReader):
     rewriting the text would be guessing.
     """
 
-    __slots__ = ("_choices",)
+    __slots__ = ("_calls_left", "_choices")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         super().__init__(max_bytes)
         self._choices: dict[int, _Choice] = {}
+        self._calls_left = Budget()
 
     def _abandon(self) -> None:
         super()._abandon()
@@ -278,7 +283,7 @@ class StreamCapture(EventStreamReader):
                 if len(self._choices) == MAX_TURNS:
                     self._left_out.entries += 1
                     continue
-                state = self._choices[index] = _Choice()
+                state = self._choices[index] = _Choice(self._calls_left)
             value = delta.get("content")
             if type(value) is str and value:
                 state.content.append(value)
@@ -298,9 +303,10 @@ class StreamCapture(EventStreamReader):
         """The tool-call turns seen so far, one per choice (in choice-index order) with an identified call."""
         out: list[Turn] = []
         self._turn_cut = Cut()
+        budget = Budget()
         try:
             for index in sorted(self._choices):
-                turn = self._choices[index].turn(self._turn_cut)
+                turn = self._choices[index].turn(self._turn_cut, budget)
                 if turn is not None:
                     out.append(turn)
         except Exception:  # noqa: BLE001 - a turn this reader cannot assemble is not remembered; the stream was relayed
