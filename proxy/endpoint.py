@@ -266,7 +266,7 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     if fix is None or fix.blobs is None or not state.refusals.has(exchange.scope):
         return sent
     # Parsing, walking and hashing a large body are work like its repair: beside the event loop too.
-    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
+    run = _runner(sent.body)
     body, carried = await run(_carried, fix.blobs, sent)
     refused = await refused_among(state.store, exchange.scope, carried) if carried else frozenset()
     if not refused:
@@ -305,8 +305,8 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     if fix is None or refusal is None:
         return answer, sent.headers
     body = sent.json()
-    run = _in_thread if len(sent.body) > LARGE_BODY_BYTES else _inline
-    leaving = await _leaving(exchange, fix, refusal, body, run)
+    run = _runner(sent.body)
+    leaving = await _leaving(exchange, fix, refusal, body, sent.body)
     made = await run(retry, fix, body, exchange.profile, state.policy, leaving)
     if made is None:
         return answer, sent.headers
@@ -332,14 +332,15 @@ async def _refusal(answer: httpx.Response) -> Refusal | None:
     return first.refusal
 
 
-async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict, run: Runner) -> Leaving:
-    """What the retry of ``body`` after ``refusal`` leaves out: for signed thinking or encrypted reasoning, what memory
-    did not capture in this scope (``refusal.chosen``); the walks and digests through ``run``, as the retry's."""
+async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: dict, raw: bytes) -> Leaving:
+    """What the retry of ``body`` (``raw`` as sent) after ``refusal`` leaves out: for signed thinking or encrypted
+    reasoning, what memory did not capture in this scope (``refusal.chosen``); the walks and digests where ``_runner``
+    says, the recalled turns weighed in."""
     if fix.blobs is None:
         return Leaving(refusal=refusal)
-    carried, keys = await run(_looked_up, fix.blobs, body)
+    carried, keys = await _runner(raw)(_looked_up, fix.blobs, body)
     turns = await exchange.state.store.recall(exchange.scope, keys) if keys else {}
-    return await run(_chosen, fix.blobs, refusal, carried, turns)
+    return await _runner(raw, turns)(_chosen, fix.blobs, refusal, carried, turns)
 
 
 def _looked_up(blobs: Blobs, body: dict) -> tuple[list[Any], list[str]]:
