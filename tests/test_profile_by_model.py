@@ -14,7 +14,7 @@ import pytest
 import respx
 
 from proxy.repair import route_profile
-from proxy.repair.profiles import PROFILES, get_profile, model_profile
+from proxy.repair.profiles import PROFILES, model_profile
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
@@ -76,12 +76,6 @@ def test_one_mapping_of_model_names_to_profiles() -> None:
     assert [model_profile(name) for name in ("gpt-5", "o3", "qwen3-coder", "meta-llama/Llama-3-8B", None, 7, ["deepseek-chat"])] == [None] * 7
     assert route_profile("http://upstream.test/v1", "auto") == (route_profile("https://api.openai.com/v1", "auto")[0], True)
     assert route_profile("https://api.openai.com/v1", "auto")[1] is False and route_profile("http://x.test/v1", "vllm")[1] is False
-
-
-def test_azure_ai_foundry_hosts_select_azure_and_still_let_the_model_choose() -> None:
-    # *.services.ai.azure.com serves Mistral, DeepSeek, Grok... beside Azure OpenAI: their model names keep their profile.
-    assert route_profile("https://proj.services.ai.azure.com/openai/v1", "auto") == (get_profile("azure"), True)
-    assert route_profile("https://res.openai.azure.com/openai/v1", "auto") == (get_profile("azure"), False)
 
 
 def test_the_readme_lists_every_model_pattern_under_its_profile() -> None:

@@ -50,7 +50,7 @@ CHAT_TAKING = [name for name in PROVIDERS if provider_first(QWEN, name) is None]
 CHAT_REFUSING_ARRAYS = [name for name in PROVIDERS if any(v.rule in ("S9", "GR-2", "MI-9") for v in provider_violations(QWEN, name))]
 #: Anthropic only: it alone verifies the signatures, and the compatible endpoints refuse Claude Code's system message (OT-1).
 MESSAGES_TAKING = ["anthropic"]
-RESPONSES_TAKING = [name for name in ("openai", "azure", "deepseek") if not responses_violations(CODEX, ServerState(), name)]
+RESPONSES_TAKING = [name for name in ("openai", "deepseek") if not responses_violations(CODEX, ServerState(), name)]
 
 
 async def sent_upstream(body: bytes, paths: tuple[str, str], profile: str) -> tuple[httpx.Response, httpx.Request]:
@@ -77,7 +77,7 @@ def test_the_recorded_bodies_carry_the_shapes_they_were_recorded_for() -> None:
     assert all(item["encrypted_content"] for item in CODEX["input"] if item.get("type") == "reasoning")
     tool_contents = [message["content"] for message in QWEN["messages"] if message["role"] == "tool"]
     assert len(tool_contents) == 2 and all(type(content) is list for content in tool_contents)
-    assert "openai" in CHAT_TAKING and "openai" in RESPONSES_TAKING and "azure" not in RESPONSES_TAKING
+    assert "openai" in CHAT_TAKING and "openai" in RESPONSES_TAKING
     assert set(CHAT_REFUSING_ARRAYS) == {"groq", "mistral", "vllm"}
 
 
@@ -133,18 +133,6 @@ async def test_under_store_false_what_the_server_must_look_up_is_still_dropped(l
     assert response.headers["x-toolmend-repairs"] == "TM407=1"
     kept = [item for item in body["input"] if item.get("type") != "item_reference" and (item.get("type") != "reasoning" or "encrypted_content" in item)]
     assert orjson.loads(sent.content)["input"] == kept  # every other item as sent, its id included
-
-
-async def test_under_store_false_azure_gets_codexs_reasoning_without_its_ids() -> None:
-    # Azure OpenAI refuses the reasoning ids OpenAI takes under store: false (RS-19); the encrypted content stays.
-    assert [v.rule for v in responses_violations(CODEX, ServerState(), "azure")] == ["RS-19", "RS-19"]
-    response, sent = await sent_upstream(recorded("codex"), RESPONSES, "azure")
-    assert response.headers["x-toolmend-repairs"] == "TM407=2"
-    forwarded = orjson.loads(sent.content)
-    expected = [{name: value for name, value in item.items() if name != "id"} if item.get("type") == "reasoning" else item
-                for item in CODEX["input"]]
-    assert forwarded["input"] == expected and forwarded["store"] is False
-    assert responses_violations(forwarded, ServerState(), "azure") == []
 
 
 @pytest.mark.parametrize("profile", CHAT_REFUSING_ARRAYS)

@@ -21,11 +21,9 @@ from tests.support.responses_validator import ServerState, violations
 DOCS = [describe(rule) for rule in ITEM_RULES]
 OPENAI = RESPONSES.profile("openai")
 STRICT = RESPONSES.profile("deepseek")
-AZURE = RESPONSES.profile("azure")
 
 USER = {"role": "user", "content": "Weather in Paris and the time?"}
 REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"}
-REASONING_WITHOUT_ID = {name: value for name, value in REASONING.items() if name != "id"}
 CALL_1 = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather", "arguments": "{\"city\": \"Paris\"}", "status": "completed"}
 CALL_2 = {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "time", "arguments": "{}", "status": "completed"}
 PATCH = {"type": "custom_tool_call", "id": "ctc_3", "call_id": "call_3", "name": "apply_patch", "input": "*** Begin Patch"}
@@ -133,25 +131,6 @@ def test_where_outputs_may_stand_is_the_profile_s_business() -> None:
     assert violations(strict.body, served(), profile="deepseek") == []
     early = repaired(body_of([USER, output("call_1"), CALL_1]), profile=OPENAI)  # an output before its call moves either way
     assert early is not None and early.body["input"] == [USER, CALL_1, output("call_1")]
-
-
-def test_under_store_false_azure_gets_reasoning_without_its_id_and_openai_as_sent() -> None:
-    history = [USER, REASONING, CALL_1, output("call_1")]
-    assert untouched(body_of(history, store=False), OPENAI)
-    assert untouched(body_of(history), AZURE) and untouched(body_of([USER, REASONING_WITHOUT_ID, CALL_1, output("call_1")], store=False), AZURE)
-    assert [v.rule for v in violations(body_of(history, store=False), profile="azure")] == ["RS-19"]
-    result = repaired(body_of(history, store=False), profile=AZURE)
-    assert result is not None and [f.code for f in result.findings] == ["TM407"]
-    assert result.body["input"] == [USER, REASONING_WITHOUT_ID, CALL_1, output("call_1")]
-    assert violations(result.body, profile="azure") == []
-    odd = repaired(body_of([*history, False], store=False), profile=AZURE)  # an item that is no object is not ours
-    assert odd is not None and odd.body["input"] == [*result.body["input"], False]
-
-
-def test_reasoning_recalled_for_azure_under_store_false_comes_without_its_id() -> None:
-    result = repaired(body_of([USER, output("call_1"), output("call_2")], store=False), recalled_by_ids(TURN), AZURE)
-    assert result is not None and result.body["input"][1] == REASONING_WITHOUT_ID
-    assert violations(result.body, profile="azure") == []
 
 
 def test_untouched_items_are_the_client_s_own_objects_and_unknown_types_pass() -> None:

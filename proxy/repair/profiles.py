@@ -46,9 +46,6 @@ class Profile:
     #: RS-17, RS-18). When False (OpenAI's Responses API), a result may stand anywhere after its call, and
     #: only results before their call are moved.
     adjacent_results: bool = True
-    #: Under ``store: false`` the provider refuses an ``id`` on a reasoning item, which OpenAI takes (RS-19: Azure
-    #: OpenAI's Responses API); TM407 deletes it there, keeping the ``encrypted_content``.
-    unstored_reasoning_ids: bool = False
     #: The longest call id the provider accepts (E-ID-40; the Responses API allows 64, RS-14).
     max_id_length: int = 40
     #: Tool message content must be a plain string: the provider refuses an array of text parts, which OpenAI takes
@@ -96,9 +93,8 @@ OPENAI_SCHEMA = {
 PROFILES: dict[str, Profile] = {
     profile.name: profile
     for profile in (
-        Profile("openai", "OpenAI: the universal rules only", hosts=("api.openai.com",)),
-        Profile("azure", "Azure OpenAI: the universal rules only (its Responses API: no reasoning ids under store: false)",
-                hosts=("openai.azure.com", "cognitiveservices.azure.com", "services.ai.azure.com")),
+        Profile("openai", "OpenAI and Azure OpenAI: the universal rules only",
+                hosts=("api.openai.com", "openai.azure.com", "cognitiveservices.azure.com")),
         Profile("mistral", "Mistral API and mistral_common servers: 9-character ids, a bridge after tool results, closed schema",
                 (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",), string_tool_content=True,
                 models=("mistral-*", "magistral-*", "codestral-*", "devstral-*", "ministral-*", "pixtral-*", "open-mistral-*", "open-mixtral-*")),
@@ -130,32 +126,24 @@ def get_profile(name: str) -> Profile:
         raise ValueError(f"unknown profile {name!r}; choose one of: {', '.join(sorted(PROFILES))}") from None
 
 
-#: Hosts that serve many vendors' models (Azure AI Foundry's): they select their profile, yet a request's model
-#: may still select another (``model_profile``), as behind a host no profile names.
-MULTI_VENDOR_HOSTS = ("services.ai.azure.com",)
-
-
 def host_profile(upstream: str) -> Profile | None:
     """The profile an upstream URL's host (or host:port) selects; None for a host no profile names."""
-    return next((profile for profile in PROFILES.values() if _names(upstream, profile.hosts)), None)
+    parts = urlsplit(upstream)
+    host = (parts.hostname or "").lower()
+    candidates = {host, f"{host}:{parts.port}"} if parts.port else {host}
+    for profile in PROFILES.values():
+        if any(h in candidates or host.endswith("." + h) for h in profile.hosts):
+            return profile
+    return None
 
 
 def route_profile(upstream: str, configured: str) -> tuple[Profile, bool]:
     """A route's profile for its configured name (``auto``: the one its upstream's host selects), and whether each
-    request's model selects the profile instead (``auto``, and a host no profile names or one of
-    ``MULTI_VENDOR_HOSTS``; ``model_profile``)."""
+    request's model selects the profile instead (``auto``, and a host no profile names; ``model_profile``)."""
     if configured != "auto":
         return get_profile(configured), False
     host = host_profile(upstream)
-    return host or PROFILES["openai"], host is None or _names(upstream, MULTI_VENDOR_HOSTS)
-
-
-def _names(upstream: str, hosts: tuple[str, ...]) -> bool:
-    """Whether the upstream URL's host (or host:port) is one of ``hosts`` or below one."""
-    parts = urlsplit(upstream)
-    host = (parts.hostname or "").lower()
-    candidates = {host, f"{host}:{parts.port}"} if parts.port else {host}
-    return any(h in candidates or host.endswith("." + h) for h in hosts)
+    return host or PROFILES["openai"], host is None
 
 
 #: Each profile's model patterns as one expression (a request to an unknown host asks every time).

@@ -19,8 +19,7 @@ checks the sequence; inside each phase in ``input`` order:
 
     shape     RS-14 id/call_id > 64, RS-13 id characters, RS-12 id prefix, RS-15 output without call_id
     lookup    RS-10 unknown previous_response_id; RS-7 (404) under store:false, an id the server must look up (an
-              ``item_reference``, reasoning without ``encrypted_content``; an item carrying its content is taken;
-              profile ``azure``: RS-19 (400) any reasoning item with an id), RS-8 (404) unknown
+              ``item_reference``, reasoning without ``encrypted_content``; an item carrying its content is taken), RS-8 (404) unknown
               id, RS-9 duplicate id (twice in input, or already in the previous response's history); then RS-11
               encrypted content the server did not mint for the request's key (when it verifies it)
     identity  RS-4/RS-5 stored fc_/msg_ item without its reasoning item earlier in the conversation, RS-6 reasoning
@@ -38,8 +37,6 @@ Judgement calls (the catalogue leaves them open):
   user/system/developer message, not an output, and there must be one.
 * RS-4 covers every stored item that followed a reasoning item in its response (the text names the item's type);
   RS-5 is the ``message`` case.
-* Profile ``azure`` is ``openai`` plus RS-19: Azure OpenAI refuses a reasoning item's ``id`` under ``store: false``
-  (400; the catalogue quotes no text, so RS-7's wording is used).
 * Profiles ``deepseek`` (RS-17) and ``kimi`` (RS-18) are translation layers to chat: only what the catalogue
   documents for them is checked, the request body's basic shape and chat adjacency: a run of consecutive calls
   must be followed at once by the outputs of all of them. Kimi's orphan-output text is its chat KI-1 text.
@@ -59,7 +56,7 @@ from .strict_validator import Violation, _invalid_type, _missing_parameter
 __all__ = ["MAX_ID_LENGTH", "PROFILES", "ServerState", "Violation", "error_for", "first_violation", "resolve", "status_of",
            "violations"]
 
-PROFILES = ("openai", "azure", "deepseek", "kimi")
+PROFILES = ("openai", "deepseek", "kimi")
 MAX_ID_LENGTH = 64  # RS-14
 # RS-12: the prefixes the catalogue quotes (msg, fc, rs) and the custom tool call's (docs/provider-rules.md section 5.1).
 ID_PREFIX = {"message": "msg", "function_call": "fc", "reasoning": "rs", "custom_tool_call": "ctc"}
@@ -279,11 +276,6 @@ def _rs7_not_persisted(n: int, item_id: str) -> Violation:
                      "Try again with `store` set to true, or remove this item from your input.", "input", n)
 
 
-def _rs19_reasoning_id(n: int, item_id: str) -> Violation:
-    """RS-19 (400, Azure OpenAI): a reasoning item with an ``id`` while ``store`` is false (text constructed: RS-7's)."""
-    return Violation("RS-19", _rs7_not_persisted(n, item_id).message, "input", n)
-
-
 def _rs8_not_found(n: int, item_id: str) -> Violation:
     """RS-8 (404): an item id the server never stored (fabricated, expired, another project)."""
     return Violation("RS-8", f"Item with id '{item_id}' not found.", "input", n)
@@ -295,7 +287,7 @@ def _rs9_duplicate(n: int, item_id: str) -> Violation:
                      "again.", "input", n)
 
 
-def _lookups(body: dict, state: ServerState, profile: str) -> list[Violation]:
+def _lookups(body: dict, state: ServerState) -> list[Violation]:
     out = []
     previous = _rs10_previous(body, state)
     if previous is not None:
@@ -309,8 +301,6 @@ def _lookups(body: dict, state: ServerState, profile: str) -> list[Violation]:
         unstored = body.get("store") is False
         if unstored and _looked_up(item):
             out.append(_rs7_not_persisted(n, item_id))
-        elif unstored and profile == "azure" and _kind(item) == "reasoning":
-            out.append(_rs19_reasoning_id(n, item_id))
         elif not unstored and item_id not in state.items:
             out.append(_rs8_not_found(n, item_id))
         elif item_id in seen:
@@ -515,11 +505,11 @@ def violations(body: Any, state: ServerState | None = None, profile: str = "open
     if base:
         return base
     items = _input(body)
-    if profile in _ADJACENCY:
+    if profile != "openai":
         return _ADJACENCY[profile](items)
     state = state or ServerState()
     shape = [v for n, item in enumerate(items) for v in _shape(n, item)]
-    lookups = _lookups(body, state, profile)
+    lookups = _lookups(body, state)
     if any(v.rule == "RS-10" for v in lookups):
         return shape + lookups
     conversation = _conversation(body, state)

@@ -85,10 +85,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             else:
                 produced = (following.get("role") == "assistant" if then == "message"
                             else then not in OUTPUT_TYPES and then not in _NOT_PRODUCED)
-            if store_off and (not item.get("encrypted_content") or (profile.unstored_reasoning_ids and key is not _MISSING)):
-                broken = True  # TM407 (RS-7, RS-19)
-            if not produced:
-                broken = True  # TM406 (RS-6)
+            if (store_off and not item.get("encrypted_content")) or not produced:
+                broken = True  # TM407; TM406 (RS-6)
             continue
         if kind in CALL_TYPES:
             cid = item.get("call_id")  # items.call_id_of (a call's is always its call_id)

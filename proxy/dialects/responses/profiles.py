@@ -1,10 +1,9 @@
 """What each kind of Responses server wants of a history, named like the route's profile.
 
-OpenAI and Azure take an output anywhere after its call (other items may stand between them); DeepSeek's
+OpenAI (and Azure) take an output anywhere after its call (other items may stand between them); DeepSeek's
 ``/v1/responses`` rejects any item between a call and its output (RS-17) and Kimi's translates to chat, so
 it wants the chat order too (RS-18). Servers nobody has measured are held to the stricter order: a history
-with each output right after its call is accepted by every server. Ids may be 64 characters long (RS-14). Under
-``store: false`` Azure refuses the reasoning item ids OpenAI takes (RS-19).
+with each output right after its call is accepted by every server. Ids may be 64 characters long (RS-14).
 """
 
 from functools import cache
@@ -13,18 +12,13 @@ from proxy.repair.profiles import Profile
 
 MAX_ID_LENGTH = 64
 
-OPENAI = Profile("openai", "OpenAI Responses: an output anywhere after its call", adjacent_results=False, max_id_length=MAX_ID_LENGTH)
-AZURE = Profile("azure", "Azure OpenAI Responses: as OpenAI's, but no reasoning item ids under store: false (RS-19)",
-                adjacent_results=False, max_id_length=MAX_ID_LENGTH, unstored_reasoning_ids=True)
-
-_BY_NAME = {profile.name: profile for profile in (OPENAI, AZURE)}
+OPENAI = Profile("openai", "OpenAI and Azure Responses: an output anywhere after its call", adjacent_results=False, max_id_length=MAX_ID_LENGTH)
 
 
 @cache
 def responses_profile(name: str) -> Profile:
-    """The Responses profile for a route's profile name: ``openai`` and ``azure``, else each output right after its
-    call."""
-    if name in _BY_NAME:
-        return _BY_NAME[name]
+    """The Responses profile for a route's profile name: ``openai``, else each output right after its call."""
+    if name == OPENAI.name:
+        return OPENAI
     return Profile(name, "Responses servers that want each output right after its call (DeepSeek, Kimi: RS-17, RS-18)",
                    adjacent_results=True, max_id_length=MAX_ID_LENGTH)

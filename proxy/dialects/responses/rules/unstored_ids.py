@@ -5,9 +5,7 @@ The server answers 404 (RS-7: "Items are not persisted when `store` is set to fa
 nothing without the store fails: an ``item_reference`` points at nothing, and a reasoning item without
 ``encrypted_content`` cannot be used, so both are dropped. An item that carries its whole content is taken
 with its ``id`` (Codex sends its own ``msg_``/``fco_`` ids and the server's ``rs_``/``fc_`` ids on every item,
-reasoning with its ``encrypted_content``), so it is left as sent; but Azure OpenAI refuses a reasoning item's
-``id`` (400, RS-19), so for a profile that says so (``Profile.unstored_reasoning_ids``: ``azure``) reasoning loses
-its ``id`` and keeps its ``encrypted_content``, which is self-contained. Answers RS-7, RS-19.
+reasoning with its ``encrypted_content``), so it is left as sent. Answers RS-7.
 
 Request:
     {"store": false}
@@ -29,7 +27,7 @@ from typing import Any
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM407", "unstored-ids", ("RS-7", "RS-19"))
+RULE = Rule("TM407", "unstored-ids", ("RS-7",))
 
 
 def unusable(item: Any) -> bool:
@@ -41,14 +39,10 @@ def unusable(item: Any) -> bool:
 def apply(ctx: Context) -> None:
     if ctx.request.get("store") is not False:
         return
-    strip = ctx.profile.unstored_reasoning_ids
     kept = []
     for item in ctx.messages:
         if unusable(item):
             ctx.report(RULE, item, "removed", f"{item.get('type')} dropped: it needs the server's store, and store is false")
-        elif strip and type(item) is dict and item.get("type") == "reasoning" and "id" in item:
-            kept.append({name: value for name, value in item.items() if name != "id"})
-            ctx.report(RULE, item, "removed", "reasoning id deleted: the profile's provider refuses it while store is false")
         else:
             kept.append(item)
     ctx.messages[:] = kept
