@@ -217,3 +217,15 @@ async def test_a_recall_of_many_ids_is_looked_up_in_bounded_batches(backend: Bac
     ids = [*(f"call_unsigned{n}" for n in range(10 * RECALL_BATCH - 1)), "call_kept"]
     assert set(await store.recall("t", ids)) == {"call_kept"}
     assert stats(redis_server) == {"mget": 11}  # and the one turn found
+
+
+async def test_a_store_whose_url_asks_for_decoded_replies_recalls_and_evicts(backend: Backend, redis_server: RedisServer) -> None:
+    """``?decode_responses=true`` (a redis-py option the URL may carry) makes replies text, not bytes: the turn keys
+    read from the id keys and from the index are the same either way."""
+    store = RedisStore(redis_server.url() + "?decode_responses=true", 60, max_entries=1)
+    backend.opened.append(store)
+    calls = [[{"id": f"call_{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}] for n in range(2)]
+    for made in calls:
+        await store.remember("a" * 32, [make_turn(made)])  # the second pushes the first out (max_entries=1)
+    recalled = await store.recall("a" * 32, ["call_0", "call_1"])
+    assert list(recalled) == ["call_1"] and recalled["call_1"]["tool_calls"] == calls[1]

@@ -130,20 +130,19 @@ class RedisStore(GroupCommitStore):
             await self._evict_oldest(index, over)
 
     async def _evict_oldest(self, index: str, count: int) -> None:
-        # ZPOPMIN always answers (member, score) pairs, members as bytes (replies are not decoded); redis-py's
-        # return type also allows bare members and text.
-        oldest = cast(list[tuple[bytes, float]], await self._redis.zpopmin(index, count))
+        # ZPOPMIN always answers (member, score) pairs: members as bytes, or text under ``?decode_responses=true``.
+        oldest = cast(list[tuple[bytes | str, float]], await self._redis.zpopmin(index, count))
         keys: list[str] = []
         for member, _ in oldest:
             tenant, ids = orjson.loads(member)
             keys += [self.key(tenant, cid) for cid in ids]
-            keys.append(self.turn_key(tenant, _digest(member)))
+            keys.append(self.turn_key(tenant, _digest(_bytes(member))))
         if keys:
             await self._redis.delete(*keys)
 
     async def fetch(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
-        digests = cast(list[bytes | None], await self._redis.mget([self.key(tenant, cid) for cid in ids]))
-        known = {cid: digest.decode() for cid, digest in zip(ids, digests, strict=True) if digest is not None}
+        digests: list[bytes | str | None] = await self._redis.mget([self.key(tenant, cid) for cid in ids])
+        known = {cid: _text(digest) for cid, digest in zip(ids, digests, strict=True) if digest is not None}
         if not known:
             return {}
         wanted = list(dict.fromkeys(known.values()))  # the ids of one turn share one fetched, parsed turn
@@ -158,6 +157,15 @@ class RedisStore(GroupCommitStore):
     async def disconnect(self) -> None:
         await self._redis.aclose()
         await self._pool.disconnect()
+
+
+def _bytes(reply: bytes | str) -> bytes:
+    """A reply as bytes: redis-py answers text instead under ``?decode_responses=true``, which the URL may set."""
+    return reply.encode() if isinstance(reply, str) else reply
+
+
+def _text(reply: bytes | str) -> str:
+    return reply.decode() if isinstance(reply, bytes) else reply
 
 
 def _digest(member: bytes) -> str:
