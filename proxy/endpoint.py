@@ -176,8 +176,7 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
     The engine's work on a large body runs in a thread so that other clients are not kept waiting (the
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds), with the
     heap frozen for the cycle collector (``heap_frozen``); so does the repair of a small body that recalls large
-    turns (``_runner``). A client that leaves meanwhile ends the request (499), and the engine, cancelled, stops at
-    its next rule instead of repairing for no one."""
+    turns (``_runner``), watching the client meanwhile (``_repaired_beside``)."""
     state: ProxyState = request.app.state.proxy
     planned = await _runner(body)(dialect.plan, parsed, profile)
     outgoing: bytes | None = body
@@ -185,15 +184,10 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
     calls: Counter[CallSource] = Counter()
     if planned is not None:
         recalled = await state.store.recall(scope, planned.recall) if planned.recall else {}
-        cancel = Cancel()
-        try:
-            with client_watch(request.receive):
-                result, repaired, counts, calls = await _runner(body, recalled)(_repaired, planned, recalled, state.policy, cancel)
-        except ClientGone:
-            log.info("client left during the repair; repair stopped")
-            raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
-        finally:
-            cancel.set()  # a thread still repairing (its client gone, or the server stopping) stops at its next rule
+        if _runner(body, recalled) is _inline:  # on the loop, at once: no client can leave meanwhile
+            result, repaired, counts, calls = _repaired(planned, recalled, state.policy, None)
+        else:
+            result, repaired, counts, calls = await _repaired_beside(request, planned, recalled, state.policy)
         if result.rejected is not None:
             raise Refused(dialect.rejection(result.rejected))
         if result.changed:
@@ -204,6 +198,21 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
         return body, NO_REPAIRS, []
     repairs = mended + counts
     return outgoing, repairs, _reported(state, profile, repairs, calls, line)
+
+
+async def _repaired_beside(request: Request, planned: Planned, recalled: dict[str, Turn],
+                           policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+    """``_repaired`` in a thread, watching the client: one that leaves ends the request (499), and the engine,
+    cancelled, stops at its next rule instead of repairing for no one."""
+    cancel = Cancel()
+    try:
+        with client_watch(request.receive):
+            return await _in_thread(_repaired, planned, recalled, policy, cancel)
+    except ClientGone:
+        log.info("client left during the repair; repair stopped")
+        raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
+    finally:
+        cancel.set()  # a thread still repairing (its client gone, or the server stopping) stops at its next rule
 
 
 def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: Counter[CallSource], line: RequestLine,
@@ -443,7 +452,7 @@ async def _in_thread(function: Callable[..., T], *args: Any) -> T:
 
 
 def _repaired(planned: Planned, recalled: dict[str, Turn], policy: Policy,
-              cancel: Cancel) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+              cancel: Cancel | None) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
     """The engine's result; when it changed the body, the body to send (None if too deep to encode), the
     findings counted by rule code and the calls they put back counted by source (a large history can have
     hundreds of thousands of findings: counted here, in the thread, too). ``Cancelled`` once ``cancel`` is set."""

@@ -13,8 +13,8 @@ import orjson
 import pytest
 import respx
 
-from proxy.repair import route_profile
-from proxy.repair.profiles import PROFILES, model_profile
+from proxy.repair import profiles, route_profile
+from proxy.repair.profiles import MODELS_REMEMBERED, PROFILES, model_profile
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
@@ -83,3 +83,12 @@ def test_the_readme_lists_every_model_pattern_under_its_profile() -> None:
     rows = {line.rsplit("|", 2)[1].strip(" `"): line for line in readme.splitlines() if line.startswith("| `") and line.count("|") == 3}
     listed = {name: list(profile.models) for name, profile in PROFILES.items() if profile.models}
     assert {name: [cell.strip(" `") for cell in rows[name].split("|")[1].split(",")] for name in listed} == listed
+
+
+def test_the_answers_kept_for_model_names_stay_bounded_and_right() -> None:
+    """Clients choose the model names: however many they send, at most MODELS_REMEMBERED answers are kept."""
+    for n in range(MODELS_REMEMBERED + 10):
+        assert model_profile(f"deepseek-{n}") is PROFILES["deepseek"]
+        assert model_profile(f"unknown-{n}") is None
+    assert len(profiles._MODELS_SEEN) <= MODELS_REMEMBERED
+    assert model_profile("deepseek-0") is PROFILES["deepseek"] and model_profile("DeepSeek-V4-Pro") is PROFILES["deepseek"]

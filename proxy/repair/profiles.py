@@ -156,5 +156,16 @@ def model_profile(model: object) -> Profile | None:
     aggregator, a self-hosted server), whose rules the name does not tell."""
     if type(model) is not str or "/" in model:
         return None
+    if model in _MODELS_SEEN:
+        return _MODELS_SEEN[model]
     name = model.lower()
-    return next((profile for profile, pattern in _BY_MODEL if pattern.match(name)), None)
+    found = next((profile for profile, pattern in _BY_MODEL if pattern.match(name)), None)
+    if len(_MODELS_SEEN) >= MODELS_REMEMBERED:
+        _MODELS_SEEN.clear()  # clients choose the names: what is kept stays bounded
+    _MODELS_SEEN[model] = found
+    return found
+
+
+#: How many model names ``model_profile`` keeps its answer for: a deployment sees a handful, asked on every request.
+MODELS_REMEMBERED = 1024
+_MODELS_SEEN: dict[str, Profile | None] = {}
