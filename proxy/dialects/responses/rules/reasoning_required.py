@@ -89,13 +89,13 @@ def apply(ctx: Context) -> None:
         turn = ctx.recalled.get(key) if key is not None else None
         own = None
         if turn is not None and (type(item_id := item["id"]) is str or item_id is None):
-            own = _read(read, turn).get(item_id)
+            own = reasonings_once(read, turn).get(item_id)
         if own is not None and not marks(own) & present:
             ctx.messages[position] = {name: value for name, value in item.items() if name != "id"}
             ctx.report(RULE, item, "removed", f"{item.get('type', 'message')} {item['id']} ({key}) id deleted: its reasoning item is not in the input")
 
 
-def _read(read: dict[int, dict[Any, dict[str, Any] | None]], turn: Turn) -> dict[Any, dict[str, Any] | None]:
+def reasonings_once(read: dict[int, dict[Any, dict[str, Any] | None]], turn: Turn) -> dict[Any, dict[str, Any] | None]:
     """``reasonings(turn)``, read once per remembered response of one pass."""
     by_id = read.get(id(turn))
     if by_id is None:
@@ -111,7 +111,7 @@ def _referenced_message(ctx: Context, position: int, key: str, present: set[str]
     if turn is None:
         return
     message = next((item for item in turn.get("items", ()) if type(item) is dict and item.get("id") == key), None)
-    own = _read(read, turn).get(key)
+    own = reasonings_once(read, turn).get(key)
     if message is None or own is None or marks(own) & present:
         return
     made = {name: value for name, value in message.items() if name != "id"}

@@ -27,7 +27,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.responses.items import call_id_of, is_call, recall_key
-from proxy.dialects.responses.rules.reasoning_required import reasonings
+from proxy.dialects.responses.rules.reasoning_required import reasonings_once
 from proxy.dialects.responses.view import is_reasoning
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -57,10 +57,7 @@ class _Remembered:
         return copies.get((recall_key(item), item.get("type", "message")))
 
     def own_reasoning(self, turn: Turn, item_id: Any) -> dict[str, Any] | None:
-        made = self.reasonings.get(id(turn))
-        if made is None:
-            made = self.reasonings[id(turn)] = reasonings(turn)
-        return made.get(item_id)
+        return reasonings_once(self.reasonings, turn).get(item_id)
 
 
 def _may_be_issued(item: dict[str, Any], following: Any, ctx: Context, known: set[str], remembered: _Remembered) -> bool:
