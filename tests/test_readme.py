@@ -10,8 +10,8 @@ import pytest
 from proxy import cli
 from proxy.config import SERVE_OPTIONS
 from proxy.dialects.messages import surrogates
-from proxy.dialects.messages.rules import refused_signature
 from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
+from proxy.dialects.messages.rules import refused_signature
 from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning, unknown_item
 from proxy.repair.catalog import RuleDoc, all_rules, describe
 
