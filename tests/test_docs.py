@@ -134,3 +134,8 @@ def test_every_relative_link_of_the_documents_resolves() -> None:
                 broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
     assert checked >= 30
     assert not broken, broken
+
+
+def test_the_readme_links_every_document_in_docs() -> None:
+    linked = {target.partition("#")[0] for target in MARKDOWN_LINK.findall((ROOT / "README.md").read_text())}
+    assert [doc.name for doc in sorted(DOCS.glob("*.md")) if f"docs/{doc.name}" not in linked] == []
