@@ -1,4 +1,5 @@
-"""Shared fixtures: a strict upstream and the proxy in front of it, both under real uvicorn on loopback.
+"""Shared fixtures: respx as the upstream (``upstream``); a strict upstream and the proxy in front of it, both under
+real uvicorn on loopback. Every test is marked by the directory it sits in: ``unit``, ``e2e`` or ``system``.
 
 Hypothesis runs the ``ci`` profile unless ``TOOLMEND_HYPOTHESIS=campaign`` asks for the long random run:
 
@@ -7,18 +8,21 @@ Hypothesis runs the ``ci`` profile unless ``TOOLMEND_HYPOTHESIS=campaign`` asks 
   remembers cannot make a local run differ from CI's; no deadline, so a loaded machine cannot fail a test.
 * ``campaign``: random, each property runs ``TOOLMEND_HYPOTHESIS_EXAMPLES`` examples (default 5,000, see
   tests/support/hypothesis_budget.py) and failures are kept in ``.hypothesis/`` to replay:
-  ``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/test_repair_properties.py``.
+  ``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/unit/dialects/chat/test_properties.py``.
   Pin what a campaign finds as an ``@example`` next to the property, so CI runs it from then on.
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import respx
 from hypothesis import HealthCheck, settings
 
 from proxy.app import create_app
 from proxy.config import Settings
 from tests.support.hypothesis_budget import PROFILE
+from tests.support.proxy_fixtures import UPSTREAM
 from tests.support.strict_upstream import OPENAI_SKIPS, Recorder, make_strict_upstream, serve
 
 # too_slow measures time: on a busy machine it would fail a test that is otherwise deterministic.
@@ -26,6 +30,30 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("campaign", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(PROFILE)
+
+TESTS = Path(__file__).resolve().parent
+# The layers of the suite, one directory each; `pytest -m "not system"` is the inner loop.
+LAYERS = ("unit", "e2e", "system")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the layer its directory names; a test outside them, or marked with another, is an error."""
+    for item in items:
+        layer = item.path.resolve().relative_to(TESTS).parts[0]
+        if layer not in LAYERS:
+            raise pytest.UsageError(f"{item.nodeid}: a test belongs under tests/unit, tests/e2e or tests/system")
+        others = {mark.name for mark in item.iter_markers() if mark.name in LAYERS} - {layer}
+        if others:
+            raise pytest.UsageError(f"{item.nodeid}: in tests/{layer}, so it cannot be marked {sorted(others)}")
+        item.add_marker(layer)
+
+
+@pytest.fixture
+def upstream() -> Iterator[respx.MockRouter]:
+    """respx as the upstream at ``UPSTREAM``: the test adds the routes it needs; the app's requests go to nothing else."""
+    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
+        yield mock
 
 
 @pytest.fixture(scope="module")

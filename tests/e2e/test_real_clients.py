@@ -25,7 +25,7 @@ from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_
 from tests.support.responses_validator import ServerState
 from tests.support.responses_validator import violations as responses_violations
 
-FIXTURES = Path(__file__).parent / "fixtures" / "clis"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "clis"
 MESSAGES = ("/v1/messages?beta=true", "/messages")  # Claude Code's path, and the upstream's
 RESPONSES = ("/v1/responses", "/responses")
 CHAT = ("/v1/chat/completions", "/chat/completions")

@@ -11,7 +11,7 @@ import pytest
 
 from proxy.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLEAN = {"model": "m", "messages": [{"role": "user", "content": "hi"},
                                     {"role": "assistant", "content": None, "tool_calls": [
                                         {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},

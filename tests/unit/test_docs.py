@@ -9,7 +9,7 @@ import pytest
 
 from proxy.repair.catalog import all_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 RULES_DOC = DOCS / "provider-rules.md"
 

@@ -35,12 +35,6 @@ from tests.support.proxy_fixtures import (
 PATH = "/v1/chat/completions"
 
 
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
-
-
 def chat_route(upstream, answer=None, **kwargs):
     return upstream.post("/chat/completions").mock(
         return_value=answer if answer is not None else httpx.Response(200, json=completion(content="hi")), **kwargs

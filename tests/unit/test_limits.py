@@ -6,23 +6,16 @@ import logging
 import anyio
 import httpx
 import pytest
-import respx
 
 from proxy.dialects import DIALECTS
 from proxy.forward import Upstream
 from proxy.limits import BodyDeadline
 from tests.support.processes import HANG_GUARD
-from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
+from tests.support.proxy_fixtures import AUTH, make_settings, running_proxy
 from tests.support.timers import SteppedClock, stepped_clock  # noqa: F401  (stepped_clock: a fixture)
 
 PATH = "/v1/chat/completions"
 ANSWER = {"id": "c", "object": "chat.completion", "choices": []}
-
-
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
 
 
 async def test_too_many_messages_is_a_400_before_anything_goes_upstream(upstream) -> None:

@@ -3,14 +3,12 @@
 import anyio
 import httpx
 import pytest
-import respx
 
 from proxy.app import create_app
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AUTH,
     CLIENT_KEY,
-    UPSTREAM,
     AsgiCall,
     ScriptedStream,
     build_app,
@@ -20,12 +18,6 @@ from tests.support.proxy_fixtures import (
     running_proxy,
     started,
 )
-
-
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])

@@ -9,7 +9,7 @@ from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
 from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning, unknown_item
 from proxy.repair.catalog import all_rules, describe
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def test_every_rule_has_a_row_with_its_name_and_provider_ids() -> None:

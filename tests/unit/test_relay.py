@@ -7,7 +7,6 @@ import anyio
 import httpx
 import orjson
 import pytest
-import respx
 
 from proxy.dialects.capture import CaptureLimit, Cut
 from proxy.relay import relay_answer
@@ -16,7 +15,6 @@ from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AUTH,
     DONE,
-    UPSTREAM,
     AsgiCall,
     ScriptedStream,
     build_app,
@@ -34,12 +32,6 @@ from tests.support.proxy_fixtures import (
 PATH = "/v1/chat/completions"
 BODY = orjson.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}]})
 HEADERS = [(b"authorization", AUTH["authorization"].encode()), (b"content-type", b"application/json")]
-
-
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
 
 
 def serve_stream(upstream, stream: ScriptedStream, status: int = 200, headers: dict[str, str] | None = None):

@@ -17,7 +17,6 @@ import anyio
 import httpx
 import orjson
 import pytest
-import respx
 
 from proxy.memory.groupcommit import GroupCommitStore
 from proxy.memory.redis import RedisStore
@@ -26,7 +25,6 @@ from tests.support.processes import HANG_GUARD, RedisServer
 from tests.support.proxy_fixtures import (
     AUTH,
     DONE,
-    UPSTREAM,
     AsgiCall,
     ScriptedStream,
     build_app,
@@ -90,12 +88,6 @@ def stores(request, tmp_path: Path) -> Callable[[bool], GroupCommitStore]:
         return lambda slow: (SlowRedis if slow else RedisStore)(server.url(), 60, 1000)
     path = str(tmp_path / "memory.db")
     return lambda slow: (SlowSqlite if slow else SqliteStore)(path, 60, 1000)
-
-
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
 
 
 def tool_call_stream() -> ScriptedStream:

@@ -16,7 +16,7 @@ from proxy.memory.guarded import GuardedStore
 from proxy.memory.redis_cluster import RedisClusterStore
 from tests.support.processes import HANG_GUARD, ProxyProcess, RedisCluster, RedisClusterNode, eventually
 from tests.support.store_contract import Backend, StoreContract, turn
-from tests.test_memory_redis import (
+from tests.system.memory.test_redis import (
     ServerTime,
     assert_a_refusal_costs_bytes_linear_in_its_digests,
     assert_a_turn_is_kept_once,

@@ -34,7 +34,7 @@ from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD, RedisServer
 from tests.support.proxy_fixtures import AUTH, DONE, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings
 from tests.support.proxy_fixtures import orphan_history, running_proxy, sse_response, tenant_for
-from tests.test_capture_limit import abandoned
+from tests.unit.dialects.test_capture_limit import abandoned
 
 #: Empty objects beside the call: more than LARGE_ANSWER_BYTES of them, fewer values than MAX_READ_VALUES.
 PADDING = 25_000

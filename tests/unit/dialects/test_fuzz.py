@@ -1,4 +1,4 @@
-"""Fuzzing the Responses and Messages dialects with hypothesis, as tests/test_fuzz.py fuzzes chat.
+"""Fuzzing the Responses and Messages dialects with hypothesis, as tests/unit/dialects/chat/test_fuzz.py fuzzes chat.
 
 * The engine: generated Responses ``input`` lists and Messages ``messages`` lists (valid items and blocks, broken
   orders, duplicate ids, any JSON type in any field, unknown types, ``store: false``, ``previous_response_id``,
@@ -10,7 +10,7 @@
   upstream's answer relayed unchanged, or the proxy's own 4XX in the protocol's error shape, nothing forwarded.
 
 Derandomized like every property (the ``ci`` profile of tests/conftest.py); the long random campaign is
-``TOOLMEND_HYPOTHESIS=campaign TOOLMEND_HYPOTHESIS_EXAMPLES=20000 python -m pytest tests/test_fuzz_dialects.py``.
+``TOOLMEND_HYPOTHESIS=campaign TOOLMEND_HYPOTHESIS_EXAMPLES=20000 python -m pytest tests/unit/dialects/test_fuzz.py``.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def check_engine(dialect: Dialect, body: dict[str, Any], memory: dict[str, Turn]
 
 @ENGINE
 @given(body=responses_bodies, memory=st.booleans())
-# Found by this property (tests/test_responses_rules.py pins them): an id that is a list raised in TM401; a call
+# Found by this property (tests/unit/dialects/responses/test_rules.py pins them): an id that is a list raised in TM401; a call
 # resent twice with previous_response_id got an output for a renamed copy nobody had; a local shell output's id
 # (its call's) deleted by TM403.
 @example(body={"input": [{"type": "apply_patch_call", "call_id": "c1", "id": []}], "previous_response_id": "resp_1"}, memory=True)

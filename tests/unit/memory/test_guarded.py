@@ -5,8 +5,6 @@ import logging
 
 import httpx
 import orjson
-import pytest
-import respx
 
 from proxy.memory.backoff import Backoff
 from proxy.memory.guarded import GuardedStore
@@ -15,7 +13,6 @@ from proxy.turns import make_turn
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.proxy_fixtures import (
     AUTH,
-    UPSTREAM,
     call,
     completion,
     orphan_history,
@@ -152,12 +149,6 @@ async def test_while_the_store_is_down_a_remember_is_handed_over_but_not_waited_
     assert store.calls == ["remember", "remember"]  # the store got both
     assert memory.failures == 1  # not waiting is no new failure
     await memory.close()
-
-
-@pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
 
 
 async def test_requests_go_through_with_fallback_repairs_and_say_the_memory_is_unavailable(upstream) -> None:

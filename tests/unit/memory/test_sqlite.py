@@ -202,7 +202,7 @@ asyncio.run(main(sys.argv[1]))
 def test_no_connection_is_closed_through_an_immutable_shm(tmp_path: Path) -> None:
     require_immutable_files(tmp_path)
     path = tmp_path / "m.db"
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[3]
     try:
         child = subprocess.run([sys.executable, "-c", IMMUTABLE_SHM_CHILD, str(path)], cwd=repo, capture_output=True,
                                text=True, timeout=HANG_GUARD)

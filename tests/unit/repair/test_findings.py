@@ -13,17 +13,17 @@ import respx
 from proxy.logs import TextFormatter
 from proxy.turns import make_turn
 from tests.support.processes import free_port
-from tests.support.proxy_fixtures import AUTH, UPSTREAM, Proxy, call, completion, make_settings, running_proxy, tenant_for
+from tests.support.proxy_fixtures import AUTH, Proxy, call, completion, make_settings, running_proxy, tenant_for
 
 PATH = "/v1/chat/completions"
 USER = {"role": "user", "content": "Weather in Paris?"}
 
 
 @pytest.fixture
-def upstream():
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        mock.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion(content="done")))
-        yield mock
+def upstream(upstream: respx.MockRouter) -> respx.MockRouter:
+    """The shared respx upstream, answering every chat request with a text."""
+    upstream.post("/chat/completions").mock(return_value=httpx.Response(200, json=completion(content="done")))
+    return upstream
 
 
 @dataclass

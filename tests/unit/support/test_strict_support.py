@@ -7,19 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-# `tests.support` needs the repo root on sys.path; `python -m pytest` adds it, plain `pytest` does not
-# (until pyproject sets `pythonpath = ["."]`).
-_ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 from tests.support.hypothesis_budget import examples
 from tests.support.strict_upstream import make_strict_upstream, serve

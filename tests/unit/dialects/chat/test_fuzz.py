@@ -5,7 +5,7 @@ wrong types, huge and deeply nested values, invalid UTF-8, random SSE from the u
 proxy sits in front of the strict upstream (a real server on loopback), and each request is checked for
 what was forwarded: nothing (the proxy's own 400), the client's very bytes, or exactly the engine's repair.
 The normal suite runs 150 derandomized examples per property; the long random campaign is
-``TOOLMEND_HYPOTHESIS=campaign TOOLMEND_HYPOTHESIS_EXAMPLES=100000 python -m pytest tests/test_fuzz.py``.
+``TOOLMEND_HYPOTHESIS=campaign TOOLMEND_HYPOTHESIS_EXAMPLES=100000 python -m pytest tests/unit/dialects/chat/test_fuzz.py``.
 """
 
 import json

@@ -14,7 +14,7 @@ carries the reproducers too.
 
 Runs are deterministic (tests/conftest.py: the ``ci`` hypothesis profile, derandomized, no example
 database), and the budgets keep the file well under 40 s on 2 cores. The long random campaign is opt-in:
-``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/test_repair_properties.py``
+``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/unit/dialects/chat/test_properties.py``
 (``TOOLMEND_HYPOTHESIS_EXAMPLES=N`` examples per property, default 5,000).
 """
 

@@ -14,7 +14,7 @@
   stored), loses no output, message or text, gives back each remembered call byte for byte, does not touch
   its input and needs no second repair; a valid history needs nothing (no plan, or a plan that finds nothing).
 
-Deterministic like ``tests/test_repair_properties.py`` (the ``ci`` hypothesis profile of tests/conftest.py),
+Deterministic like ``tests/unit/dialects/chat/test_properties.py`` (the ``ci`` hypothesis profile of tests/conftest.py),
 and small: the file runs in a few seconds.
 """
 

@@ -161,7 +161,7 @@ def test_long_call_ids_are_shortened_in_the_call_and_its_output_together() -> No
 
 
 def test_a_call_resent_twice_with_previous_response_id_is_dropped_and_its_output_kept() -> None:
-    """Found by tests/test_fuzz_dialects.py: TM401 ran after the structural rules, which had renamed the second
+    """Found by tests/unit/dialects/test_fuzz.py: TM401 ran after the structural rules, which had renamed the second
     copy (TM107) and given it the output; dropping both copies left an output of ``call_1_2``, a call nobody had
     (RS-3), and the adjacent profiles an output between a call and its own."""
     body = {"previous_response_id": "resp_1", "input": [CALL_1, CALL_1, output("call_1")]}
@@ -189,7 +189,7 @@ def test_an_item_that_only_shares_an_id_with_the_previous_response_keeps_its_con
     {"input": [{**LOCAL_SHELL, "call_id": "call 7"}, {"type": "local_shell_call_output", "id": "call 7", "output": "ok"}]},
 ], ids=["store-false", "id-shared-with-its-call", "odd-characters"])
 def test_a_local_shell_output_keeps_the_id_that_names_its_call(body: dict) -> None:
-    """Found by tests/test_fuzz_dialects.py: TM407, TM403 and TM404 deleted it like any item id, and the output
+    """Found by tests/unit/dialects/test_fuzz.py: TM407, TM403 and TM404 deleted it like any item id, and the output
     answered nothing (the next repair gave it a made-up call)."""
     result = repaired(body)
     assert result is None or result.findings == ()

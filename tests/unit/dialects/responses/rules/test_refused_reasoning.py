@@ -2,7 +2,7 @@
 request once more without them, under ``--thinking-policy drop``; under ``reject`` the refusal is relayed as it came.
 The rule's docstring example, the retried body, and the request path with respx as the upstream: the policy decides,
 only that refusal is retried and only once, JSON and streamed, reported like every repair and merged with the
-request's own. The Messages equivalent (AM-14, TM513) is ``test_messages_refused_signature.py``.
+request's own. The Messages equivalent (AM-14, TM513): ``tests/unit/dialects/messages/rules/test_refused_signature.py``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
 from tests.support.responses_validator import ServerState, first_violation, violations
 from tests.support.retries import pieces, retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
-from tests.test_responses_capture import CALL, CUSTOM, REASONING, STREAM, response
-from tests.test_responses_rules import CALL_1, CALL_2, USER, body_of, output
+from tests.unit.dialects.responses.test_capture import CALL, CUSTOM, REASONING, STREAM, response
+from tests.unit.dialects.responses.test_rules import CALL_1, CALL_2, USER, body_of, output
 
 PATH = "/v1/responses"
 OPENAI = RESPONSES.profile("openai")

@@ -20,8 +20,8 @@ from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, running_proxy
 from tests.support.responses_validator import ServerState, error_for, violations
 from tests.support.retries import scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
-from tests.test_responses_capture import CALL, REASONING, response
-from tests.test_responses_rules import USER, body_of, output
+from tests.unit.dialects.responses.test_capture import CALL, REASONING, response
+from tests.unit.dialects.responses.test_rules import USER, body_of, output
 
 PATH = "/v1/responses"
 OPENAI = RESPONSES.profile("openai")
