@@ -19,11 +19,10 @@ import pytest
 import respx
 from hypothesis import HealthCheck, settings
 
-from proxy.app import create_app
-from proxy.config import Settings
 from tests.support.hypothesis_budget import PROFILE
 from tests.support.proxy_fixtures import UPSTREAM
-from tests.support.strict_upstream import OPENAI_SKIPS, Recorder, make_strict_upstream, serve
+from tests.support.served import proxy_fixture, served_fixtures
+from tests.support.strict_upstream import OPENAI_SKIPS, make_strict_upstream
 
 # too_slow measures time: on a busy machine it would fail a test that is otherwise deterministic.
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
@@ -56,21 +55,7 @@ def upstream() -> Iterator[respx.MockRouter]:
         yield mock
 
 
-@pytest.fixture(scope="module")
-def strict_upstream() -> Iterator[tuple[str, Recorder]]:
-    app, recorder = make_strict_upstream(skip_rules=OPENAI_SKIPS)
-    with serve(app) as url:
-        yield url, recorder
-
-
-@pytest.fixture
-def recorder(strict_upstream: tuple[str, Recorder]) -> Recorder:
-    strict_upstream[1].reset()
-    return strict_upstream[1]
-
-
-@pytest.fixture(scope="module")
-def proxy_url(strict_upstream: tuple[str, Recorder]) -> Iterator[str]:
-    settings = Settings(upstream=strict_upstream[0] + "/v1")
-    with serve(create_app(settings)) as url:
-        yield url
+# The strict OpenAI-like upstream (``strict_upstream``: URL, recorder), its emptied ``recorder``, toolmend in front of
+# it (``proxy_url``).
+strict_upstream, recorder = served_fixtures(lambda: make_strict_upstream(skip_rules=OPENAI_SKIPS), "strict_upstream", "recorder")
+proxy_url = proxy_fixture("proxy_url", "strict_upstream")

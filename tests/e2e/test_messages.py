@@ -54,6 +54,7 @@ from tests.support.messages_agent import (
 from tests.support.messages_upstream import DEFAULT_MODEL, MessagesRecorder, make_messages_upstream
 from tests.support.messages_validator import Profile as ServerProfile
 from tests.support.processes import free_port
+from tests.support.served import proxy_fixture, served_fixtures
 from tests.support.strict_upstream import serve
 
 #: The radius's bound is a float the SDK writes as ``1e-07`` and orjson as ``1e-7``: a body toolmend parsed and encoded
@@ -78,35 +79,10 @@ AM4 = "unexpected `tool_use_id` found in `tool_result` blocks"
 AM9 = "Expected `thinking` or `redacted_thinking`, but found `text`"
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, MessagesRecorder]]:
-    app, recorder = make_messages_upstream(seed=17, redacted=True)
-    with serve(app) as url:
-        yield url, recorder
-
-
-@pytest.fixture
-def rec(upstream: tuple[str, MessagesRecorder]) -> MessagesRecorder:
-    upstream[1].reset()
-    return upstream[1]
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: tuple[str, MessagesRecorder]) -> Iterator[str]:
-    with serve(create_app(Settings(upstream=upstream[0] + "/v1"))) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def rejecting_proxy(upstream: tuple[str, MessagesRecorder]) -> Iterator[str]:
-    with serve(create_app(Settings(upstream=upstream[0] + "/v1", orphan_policy="reject"))) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def thinking_rejecting_proxy(upstream: tuple[str, MessagesRecorder]) -> Iterator[str]:
-    with serve(create_app(Settings(upstream=upstream[0] + "/v1", thinking_policy="reject"))) as url:
-        yield url
+upstream, rec = served_fixtures(lambda: make_messages_upstream(seed=17, redacted=True))
+proxy = proxy_fixture()
+rejecting_proxy = proxy_fixture("rejecting_proxy", orphan_policy="reject")
+thinking_rejecting_proxy = proxy_fixture("thinking_rejecting_proxy", thinking_policy="reject")
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,7 @@ from tests.support.responses_agent import (
     without_reasoning,
 )
 from tests.support.responses_upstream import PREAMBLE_HEADER, ResponsesRecorder, make_responses_upstream
+from tests.support.served import proxy_fixture, served_fixtures
 from tests.support.strict_upstream import PARALLEL_HEADER, serve
 
 MODEL = "gpt-5.5"
@@ -66,29 +67,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, ResponsesRecorder]]:
-    app, recorder = make_responses_upstream(seed=11)
-    with serve(app) as url:
-        yield url, recorder
-
-
-@pytest.fixture
-def rec(upstream: tuple[str, ResponsesRecorder]) -> ResponsesRecorder:
-    upstream[1].reset()
-    return upstream[1]
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: tuple[str, ResponsesRecorder]) -> Iterator[str]:
-    with serve(create_app(Settings(upstream=upstream[0] + "/v1"))) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def rejecting_proxy(upstream: tuple[str, ResponsesRecorder]) -> Iterator[str]:
-    with serve(create_app(Settings(upstream=upstream[0] + "/v1", orphan_policy="reject"))) as url:
-        yield url
+upstream, rec = served_fixtures(lambda: make_responses_upstream(seed=11))
+proxy = proxy_fixture()
+rejecting_proxy = proxy_fixture("rejecting_proxy", orphan_policy="reject")
 
 
 @pytest.fixture

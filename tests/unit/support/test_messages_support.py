@@ -14,6 +14,7 @@ from proxy.dialects.messages.capture import CAPTURE
 from tests.support.ci import declared
 from tests.support.messages_upstream import DEFAULT_MODEL, HELLO, MessagesRecorder, make_messages_upstream
 from tests.support.messages_validator import ServerState, Violation, check, violations
+from tests.support.served import served
 from tests.support.strict_upstream import serve
 
 HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test", "anthropic-beta": "interleaved-thinking-2025-05-14"}
@@ -315,9 +316,8 @@ TOOL_ID = re.compile(r"^toolu_[A-Za-z0-9]{24}$")
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[tuple[str, MessagesRecorder]]:
-    app, recorder = make_messages_upstream(seed=7)
-    with serve(app) as url:
-        yield url, recorder
+    with served(make_messages_upstream(seed=7)) as served_upstream:
+        yield served_upstream
 
 
 @pytest.fixture

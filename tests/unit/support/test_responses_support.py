@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from proxy.dialects.responses.capture import CAPTURE
 from tests.support.responses_upstream import custom_input, function_arguments, make_responses_upstream, parse_sse
 from tests.support.responses_validator import ServerState, error_for, first_violation, resolve, status_of, violations
+from tests.support.served import served_fixtures
 from tests.support.strict_upstream import serve
 
 # --------------------------------------------------------------------------------------------------
@@ -293,23 +294,13 @@ def item_id(prefix: str) -> re.Pattern[str]:
     return re.compile(rf"^{prefix}_[0-9a-f]{{50}}$")
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    app, recorder = make_responses_upstream(seed=7)
-    with serve(app) as base_url, httpx.Client(base_url=base_url, timeout=10) as client:
-        yield client, recorder
+upstream, recorder = served_fixtures(lambda: make_responses_upstream(seed=7), recorder="recorder")
 
 
 @pytest.fixture
-def client(upstream):
-    client, recorder = upstream
-    recorder.reset()
-    return client
-
-
-@pytest.fixture
-def recorder(upstream):
-    return upstream[1]
+def client(upstream, recorder):
+    with httpx.Client(base_url=upstream[0], timeout=10) as client:
+        yield client
 
 
 def ask(client: httpx.Client, *items: Any, tools: list | None = None, **extra: Any) -> httpx.Response:

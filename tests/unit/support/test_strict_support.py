@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.hypothesis_budget import examples
+from tests.support.served import served_fixtures
 from tests.support.strict_upstream import make_strict_upstream, serve
 from tests.support.strict_validator import Violation, first_error, violations
 
@@ -350,24 +351,13 @@ TOOLS = [
 CALL_ID = re.compile(r"^call_[A-Za-z0-9]{24}$")
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    app, recorder = make_strict_upstream(seed=7)
-    with serve(app) as base_url:
-        with httpx.Client(base_url=base_url, timeout=10) as client:
-            yield client, recorder
+upstream, recorder = served_fixtures(lambda: make_strict_upstream(seed=7), recorder="recorder")
 
 
 @pytest.fixture
-def client(upstream):
-    client, recorder = upstream
-    recorder.reset()
-    return client
-
-
-@pytest.fixture
-def recorder(upstream):
-    return upstream[1]
+def client(upstream, recorder):
+    with httpx.Client(base_url=upstream[0], timeout=10) as client:
+        yield client
 
 
 def _ask(client, messages, **extra):

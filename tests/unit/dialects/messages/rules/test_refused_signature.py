@@ -41,7 +41,7 @@ from tests.support.proxy_fixtures import (
     started,
     tenant_for,
 )
-from tests.support.retries import PIECE, pieces, retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import PIECE, pieces, retry_of, scripted, sent
 from tests.unit.support.test_messages_support import ID_A, ID_B, MANUAL, Q, assistant, req, result, text, thinking, use, user
 
 PATH = "/v1/messages"

@@ -24,7 +24,7 @@ from proxy.repair import DEFAULT_PLACEHOLDER, Policy
 from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, ScriptedStream, make_settings, running_proxy, sse_response, tenant_for
 from tests.support.responses_validator import ServerState, first_violation, violations
-from tests.support.retries import pieces, retry_of, scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import pieces, retry_of, scripted, sent
 from tests.unit.dialects.responses.test_capture import CALL, CUSTOM, REASONING, STREAM, response
 from tests.unit.dialects.responses.test_rules import CALL_1, CALL_2, USER, body_of, output
 

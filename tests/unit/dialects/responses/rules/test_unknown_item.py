@@ -19,7 +19,7 @@ from proxy.repair import Policy
 from proxy.repair.catalog import describe
 from tests.support.proxy_fixtures import AUTH, running_proxy
 from tests.support.responses_validator import ServerState, error_for, violations
-from tests.support.retries import scripted, sent, upstream  # noqa: F401  (upstream: a fixture)
+from tests.support.retries import scripted, sent
 from tests.unit.dialects.responses.test_capture import CALL, REASONING, response
 from tests.unit.dialects.responses.test_rules import USER, body_of, output
 
