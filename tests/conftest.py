@@ -19,7 +19,8 @@ import pytest
 import respx
 from hypothesis import HealthCheck, settings
 
-from tests.support.hypothesis_budget import PROFILE
+from tests.support import hypothesis_budget
+from tests.support.ci import under_ci
 from tests.support.proxy_fixtures import UPSTREAM
 from tests.support.served import proxy_fixture, served_fixtures
 from tests.support.strict_upstream import OPENAI_SKIPS, make_strict_upstream
@@ -28,11 +29,17 @@ from tests.support.strict_upstream import OPENAI_SKIPS, make_strict_upstream
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("campaign", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(PROFILE)
+settings.load_profile(hypothesis_budget.PROFILE)
 
 TESTS = Path(__file__).resolve().parent
 # The layers of the suite, one directory each; `pytest -m "not system"` is the inner loop.
 LAYERS = ("unit", "e2e", "system")
+INNER_LOOP = "not system"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module is imported: the properties read their budget as they are defined.
+    hypothesis_budget.INNER_LOOP = config.option.markexpr.strip() == INNER_LOOP and not under_ci()
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
