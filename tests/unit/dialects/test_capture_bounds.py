@@ -1,12 +1,11 @@
 """What one remembered turn may hold (issue 23): an upstream's answer padded with junk (empty objects by the
-hundred thousand, blocks past any turn's size, input nested past any call's) is remembered as its turn alone, in
-every store; an answer too dense to be a turn is not parsed at all; large answers and events are parsed beside the
+hundred thousand, blocks past any turn's size, input nested past any call's) is remembered as its turn alone (in
+every store: tests/system/dialects/test_capture_bounds.py); an answer too dense to be a turn is not parsed at all; large answers and events are parsed beside the
 event loop; the recall view reads no more than a turn keeps; the choices of one answer keep no more than one turn
 may; a small request that recalls large turns is repaired beside the event loop; and what was left out is counted
 and logged."""
 
 import asyncio
-import logging
 import threading
 import tracemalloc
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from proxy.dialects.responses.capture import ResponsesStreamCapture
 from proxy.dialects.responses.capture import turns_from_json as responses_turns
 from proxy.dialects.responses.view import view_turn as responses_view
 from proxy.turns import make_turn
-from tests.support.processes import HANG_GUARD, RedisServer
+from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, DONE, UPSTREAM, ScriptedStream, call, chunk, completion, delta, event, make_settings
 from tests.support.proxy_fixtures import orphan_history, running_proxy, sse_response, tenant_for
 from tests.unit.dialects.test_capture_limit import abandoned
@@ -74,38 +73,6 @@ def padded_stream(padding: int) -> list[bytes]:
     return [event({"type": "response.created", "response": {"id": "resp_pad", "object": "response", "output": []}}),
             event({"type": "response.output_item.done", "output_index": 0, "item": CALL}),
             event({"type": "response.completed", "response": padded_response(padding)})]
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def memory(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/memory.db"
-    server: RedisServer = request.getfixturevalue("redis_server")
-    server.command(b"FLUSHALL")
-    return server.url()
-
-
-async def test_a_padded_stream_is_remembered_as_its_turn_alone_in_every_store(memory: str, caplog) -> None:
-    parts = padded_stream(PADDING)
-    with respx.mock(base_url=UPSTREAM) as upstream, caplog.at_level(logging.INFO, "toolmend"):
-        upstream.post("/responses").mock(return_value=sse_response(ScriptedStream(parts)))
-        async with running_proxy(make_settings(memory=memory)) as proxy:
-            response = await proxy.client.post(PATHS["responses"], json={**ASKED["responses"], "stream": True}, headers=AUTH)
-            assert response.status_code == 200 and response.content == b"".join(parts)
-            found = await proxy.state.store.recall(scope("responses"), ["call_pad", "resp_pad"])
-            metrics = (await proxy.client.get("/metrics")).text
-    assert set(found) == {"call_pad", "resp_pad"} and remembered_entries("responses", found) == [CALL]
-    assert abandoned(metrics, "bounds") == 1
-    (line,) = [record.getMessage() for record in caplog.records if "left out" in record.getMessage()]
-    assert f"{PADDING} left out" in line and "weather" not in line and "call_pad" not in line
 
 
 @pytest.mark.parametrize("dialect", ["responses", "messages", "chat"])
