@@ -29,6 +29,17 @@ from proxy.turns import Dialect as DialectName
 from proxy.turns import Turn, dialect_of
 
 
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a dialect reads of a request beyond its body's history, for the request path and its own plan: the
+    request ``target`` as sent (the raw path: Gemini names its model and whether it streams there), the ``model``
+    its route and profile are chosen by, and whether the client asked for a stream (``streams``)."""
+
+    target: bytes
+    model: object
+    streams: bool
+
+
 class Planned(Protocol):
     """A request that needs repair, and the call ids whose remembered turns the repair may need."""
 
@@ -86,8 +97,13 @@ class Dialect(Protocol):
         exact up to ``most``; past it, the count stops, so it costs work bounded by ``most`` whatever the body."""
         ...
 
-    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
-        """None when the body needs no repair (most requests: one fast check); else the plan."""
+    def facts(self, target: bytes, body: dict[str, Any]) -> Facts:
+        """The request's ``Facts``, read off its target (the raw path as sent) and its parsed body."""
+        ...
+
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> Planned | None:
+        """None when the body needs no repair (most requests: one fast check); else the plan. ``facts``: what the
+        request path read of the request beyond its body (None offline: ``toolmend check``)."""
         ...
 
     def rejection(self, finding: Finding) -> Response:
@@ -161,6 +177,10 @@ class ListHistory:
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.path,)
+
+    def facts(self, target: bytes, body: dict[str, Any]) -> Facts:
+        """The model and the stream flag as the body gives them (``model``, ``stream``)."""
+        return Facts(target, body.get("model"), body.get("stream") is True)
 
     def history_length(self, body: dict[str, Any], most: int) -> int:
         history = body.get(self.history_key)
