@@ -5,6 +5,7 @@ Handlers add what only they know (repairs, tenant, upstream status and timings) 
 has ended, so a request is logged exactly once whatever path it took.
 """
 
+import functools
 import logging
 import re
 import time
@@ -42,10 +43,17 @@ def line_of(scope: Scope) -> RequestLine:
     return line if line is not None else RequestLine("-", scope.get("method", ""), scope.get("path", ""))
 
 
+@functools.lru_cache(maxsize=4096)
+def labelled(metric: Any, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once per metric and labels: every request counts itself under the labels
+    of its protocol and status, a small set (``Protocols`` labels, HTTP statuses)."""
+    return metric.labels(*labels)
+
+
 def observe_upstream(metrics: Metrics, line: RequestLine, route: str, answer: Any, started: float) -> None:
     """The upstream's answer head arrived: its status and time to first byte."""
     elapsed = time.perf_counter() - started
-    metrics.upstream_first_byte_seconds.labels(route).observe(elapsed)
+    labelled(metrics.upstream_first_byte_seconds, route).observe(elapsed)
     line.upstream_status = answer.status_code
     line.first_byte_ms = round(elapsed * 1000, 3)
     line.upstream_started = started
@@ -96,7 +104,7 @@ class Observer:
             line.duration_ms = round((now - line.started) * 1000, 3)
             if line.upstream_started is not None:
                 line.upstream_ms = round((now - line.upstream_started) * 1000, 3)
-                self.metrics.upstream_seconds.labels(route).observe(now - line.upstream_started)
-            self.metrics.requests.labels(route, str(line.status or 500)).inc()
+                labelled(self.metrics.upstream_seconds, route).observe(now - line.upstream_started)
+            labelled(self.metrics.requests, route, str(line.status or 500)).inc()
             level = logging.DEBUG if scope["path"] in QUIET_PATHS else logging.INFO
             log.log(level, "request", extra={"request": line.fields()})
