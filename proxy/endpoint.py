@@ -3,8 +3,9 @@ refused before, forward (once more when the dialect knows a fix for the upstream
 What differs between Chat Completions, the Responses API and Anthropic Messages is asked of the endpoint's dialect
 (``proxy/dialects/dialect.py``); nothing here knows a wire format.
 
-Each step is a small function; the handler only strings them together. A request that needs no repair is forwarded
-as the exact bytes the client sent.
+Each step is a small function taking the request's ``Exchange`` (what is known of it so far); ``_answered`` only strings
+them together. The endpoint is a plain ASGI app, reached without Starlette's routing (``app.Repaired``). A request that
+needs no repair is forwarded as the exact bytes the client sent.
 """
 
 import asyncio

@@ -38,10 +38,10 @@ PASSTHROUGH = Protocol("passthrough", error_response)
 
 
 class Protocols:
-    """The protocol of each path: a dialect's repaired endpoints (``/v1`` + each of its ``paths``, also below each route
-    prefix) are that dialect's; a path below one of them (``/v1/messages/batches``) passes through in its error shape;
-    a path every protocol shares (``/v1/models``) takes the shape of the dialect whose header the client sends
-    (``by_header``: ``anthropic-version``), else OpenAI's."""
+    """The protocol of each path: a dialect's repaired endpoints (``/v1`` + each of its ``paths``, or a path its
+    ``path_pattern`` matches; also below each route prefix) are that dialect's; a path below one of them
+    (``/v1/messages/batches``) passes through in its error shape; a path every protocol shares (``/v1/models``) takes
+    the shape of the dialect whose header the client sends (``by_header``: ``anthropic-version``), else OpenAI's."""
 
     def __init__(self, dialects: Iterable[Dialect], prefixes: Iterable[str] = (), by_header: dict[bytes, Dialect] | None = None) -> None:
         self.dialects = tuple(dialects)
@@ -49,6 +49,8 @@ class Protocols:
         repaired = {dialect: Protocol(dialect.name, dialect.error, dialect) for dialect in self.dialects}
         self.endpoints = {root + VERSION + path: repaired[dialect]
                           for dialect in self.dialects for path in dialect.paths for root in ("", *prefixes)}
+        self._roots = frozenset(("", *prefixes))
+        self._patterns = tuple((dialect.path_pattern, repaired[dialect]) for dialect in self.dialects if dialect.path_pattern is not None)
         self._below = tuple((VERSION + dialect.path, Protocol("passthrough", dialect.error)) for dialect in self.dialects)
         self._quiet = {path: Protocol(path.strip("/"), error_response) for path in QUIET_PATHS}
 
@@ -57,6 +59,10 @@ class Protocols:
         found = self.endpoints.get(path)
         if found is not None:
             return found
+        for pattern, protocol in self._patterns:
+            match = pattern.search(path)
+            if match is not None and match.end() == len(path) and path[:match.start()] in self._roots:
+                return protocol
         if path in self._quiet:
             return self._quiet[path]
         if "/v1/" not in path:

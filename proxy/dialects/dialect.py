@@ -7,6 +7,7 @@ JSON), how its answers are captured into remembered turns, which profiles it kno
 errors. The structural rules themselves are written once, over the neutral view (``proxy/repair/``).
 """
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -68,6 +69,13 @@ class Dialect(Protocol):
     def paths(self) -> tuple[str, ...]:
         """Every endpoint below ``/v1`` whose body carries the same history (``path`` first): Messages'
         ``count_tokens`` is repaired too, so it counts what will be sent and follows the same model route."""
+        ...
+
+    @property
+    def path_pattern(self) -> "re.Pattern[str] | None":
+        """Its endpoints when their paths carry facts of the request (Gemini's ``/v1beta/models/{model}:generateContent``):
+        a pattern that matches the end of such a path (as decoded), at its start or right after a route prefix; None when
+        ``paths`` name them all."""
         ...
 
     @property
@@ -168,6 +176,7 @@ class ListHistory:
 
     history_key: str
     path: str
+    path_pattern: "re.Pattern[str] | None" = None
     refusal_fixes: tuple[RefusalFix, ...] = ()
     #: Besides each entry's ``content`` list, the key of another list of it whose elements ``history_length`` counts
     #: (chat's ``tool_calls``), if any.
