@@ -149,7 +149,7 @@ async def _answered(exchange: Exchange) -> Response | StreamRelay:
         sent = await _unrefused(exchange, await _repair_request(exchange))
         answer = await _forward(exchange, sent.body)
         extra_headers = sent.headers
-        if dialect.retries(answer.status_code, state.policy):
+        if dialect.retries(answer.status_code, state.policy) and _may_refuse(answer):
             answer, extra_headers = await _retried(exchange, sent, answer)
     except (InvalidPath, Denied) as refusal:
         return refusal.response(exchange.error)
@@ -364,14 +364,18 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     return again, sent.changed(exchange, *made).headers
 
 
+def _may_refuse(answer: httpx.Response) -> bool:
+    """Whether an answer of a status ``Dialect.retries`` names can be a refusal at all: one of status 200 only when it
+    is an event stream (whose first event may be one); a JSON success is relayed without a look."""
+    return answer.status_code != STREAMED or answer.headers.get("content-type", "").startswith("text/event-stream")
+
+
 async def _refusal(answer: httpx.Response) -> Refusal | None:
-    """What an answer ``Dialect.retries`` says may be a refusal says: its error body read whole (up to
+    """What an answer ``Dialect.retries`` says may be a refusal (``_may_refuse``) says: its error body read whole (up to
     ``REFUSAL_BYTES``), or, for an event stream of status 200, its first event; None when it is no refusal."""
     if answer.status_code != STREAMED:
         error = await peek(answer, REFUSAL_BYTES)
         return read(answer.status_code, error, answer.headers) if error is not None else None
-    if not answer.headers.get("content-type", "").startswith("text/event-stream"):
-        return None
     first = FirstEvent(REFUSAL_BYTES)
     await peek(answer, REFUSAL_BYTES, first.read)
     return first.refusal
