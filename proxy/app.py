@@ -10,11 +10,12 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxy.access import Access
 from proxy.config import Settings
 from proxy.credentials import Carriers
-from proxy.dialects import DIALECTS
+from proxy.dialects import DIALECTS, MESSAGES
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
 from proxy.forward import Upstream
@@ -25,6 +26,7 @@ from proxy.memory.refusals import Noted
 from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
+from proxy.protocols import Protocols, protocol_of
 from proxy.repair import Policy, route_profile
 from proxy.router import Router, UpstreamRoute
 from proxy.state import ProxyState
@@ -78,28 +80,41 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             await upstream_transport.aclose()
             await memory.close()
 
-    # Every repaired endpoint, at /v1 and under each route prefix; everything else under /v1/ passes through.
-    repaired = [(path, handle) for dialect in DIALECTS for handle in (endpoint(dialect),) for path in dialect.paths]
-    prefixed = [
-        route
-        for spec in settings.routes
-        if spec.prefix is not None
-        for route in (*(Route(spec.prefix + "/v1" + path, handle, methods=["POST"]) for path, handle in repaired),
-                      Route(spec.prefix + "/v1/{path:path}", pass_through, methods=METHODS))
-    ]
+    # Every repaired endpoint, at /v1 and under each route prefix (``Protocols``: their POSTs go to ``Repaired``);
+    # everything else under /v1/ passes through.
+    prefixes = [spec.prefix for spec in settings.routes if spec.prefix is not None]
+    protocols = Protocols(DIALECTS, prefixes, by_header={b"anthropic-version": MESSAGES})
+    prefixed = [Route(prefix + "/v1/{path:path}", pass_through, methods=METHODS) for prefix in prefixes]
     return Starlette(
         routes=[
-            *(Route("/v1" + path, handle, methods=["POST"]) for path, handle in repaired),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
             Route("/v1/{path:path}", pass_through, methods=METHODS),
             *prefixed,
         ],
-        middleware=[Middleware(Observer, metrics=metrics), Middleware(BodyDeadline, seconds=settings.client_timeout)],
+        middleware=[Middleware(Observer, metrics=metrics, protocols=protocols), Middleware(BodyDeadline, seconds=settings.client_timeout),
+                    Middleware(Repaired, handlers={dialect.name: endpoint(dialect) for dialect in DIALECTS})],
         exception_handlers={404: not_found, 405: not_allowed},
         lifespan=lifespan,
     )
+
+
+class Repaired:
+    """The repaired endpoints' POSTs go straight to their dialect's plain ASGI handler (``endpoint``), by the protocol the
+    observing layer decided for the request (``Protocols``); every other request goes on to Starlette's routing."""
+
+    def __init__(self, app: ASGIApp, handlers: dict[str, ASGIApp]) -> None:
+        self.app = app
+        self.handlers = handlers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            dialect = protocol_of(scope).dialect
+            if dialect is not None:
+                await self.handlers[dialect.name](scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _tenancy(settings: Settings, carriers: Carriers) -> Tenancy:

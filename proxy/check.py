@@ -104,8 +104,20 @@ def check_document(doc: Document, profile: str, policy: Policy) -> Result:
     return Result(doc.value, ()) if planned is None else planned.repair({}, policy)
 
 
-def run(source: str, stdin: TextIO, stdout: TextIO, fix: bool, output_format: str, profile: str, policy: Policy,
-        api: str = "auto") -> int:
+@dataclass(frozen=True, slots=True)
+class Checking:
+    """What ``toolmend check`` was asked: print the repaired documents (``fix``) or the findings in ``output_format``,
+    under ``profile`` and ``policy``, each document read by ``api``'s dialect (or by its shape: ``auto``)."""
+
+    fix: bool
+    output_format: str
+    profile: str
+    policy: Policy
+    api: str = "auto"
+
+
+def run(source: str, stdin: TextIO, stdout: TextIO, asked: Checking) -> int:
+    fix, output_format, profile, policy, api = asked.fix, asked.output_format, asked.profile, asked.policy, asked.api
     try:
         text = stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
         documents = read_documents(text, "<stdin>" if source == "-" else source, api)

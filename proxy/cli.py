@@ -52,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.list_rules:
             return checking.list_rules(sys.stdout)
-        return checking.run(args.file, sys.stdin, sys.stdout, args.fix, args.format, args.profile, Policy(orphans=args.policy, thinking=args.thinking_policy),
-                            args.api)
+        policy = Policy(orphans=args.policy, thinking=args.thinking_policy)
+        return checking.run(args.file, sys.stdin, sys.stdout, checking.Checking(args.fix, args.format, args.profile, policy, args.api))
     try:
         settings = load(vars(args))
     except ConfigError as exc:

@@ -3,8 +3,9 @@ refused before, forward (once more when the dialect knows a fix for the upstream
 What differs between Chat Completions, the Responses API and Anthropic Messages is asked of the endpoint's dialect
 (``proxy/dialects/dialect.py``); nothing here knows a wire format.
 
-Each step is a small function; the handler only strings them together. A request that needs no repair is forwarded
-as the exact bytes the client sent.
+Each step is a small function taking the request's ``Exchange`` (what is known of it so far); ``_answered`` only strings
+them together. The endpoint is a plain ASGI app, reached without Starlette's routing (``app.Repaired``). A request that
+needs no repair is forwarded as the exact bytes the client sent.
 """
 
 import asyncio
@@ -13,24 +14,26 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
 import orjson
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxy.access import Denied
-from proxy.config import Settings
 from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Planned, RefusalFix, retry
+from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Facts, Planned, RefusalFix, retry
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
+from proxy.errors import Render
 from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
 from proxy.memory.refusals import refused_among, remember_refused
 from proxy.observe import line_of, observe_upstream
+from proxy.protocols import Protocol, protocol_of
 from proxy.relay import StreamRelay, peek, relay_answer
 from proxy.repair import Policy, Profile, Result
 from proxy.repair.cancel import Cancel
@@ -42,7 +45,6 @@ from proxy.turns import Turn, entry_count
 
 log = logging.getLogger("toolmend")
 T = TypeVar("T")
-Handler = Callable[[Request], Awaitable[Response | StreamRelay]]
 #: How work whose cost grows with the body runs: ``_inline`` for a small body, ``_in_thread`` for a large one.
 Runner = Callable[..., Awaitable[Any]]
 
@@ -58,8 +60,8 @@ DROP_FOR_REPAIRED = frozenset((b"accept-encoding",))
 CLIENT_CLOSED_REQUEST = 499
 
 #: Bodies larger than this are parsed with the cycle collector paused, and checked and repaired in a thread with
-#: the heap as it was frozen for the collector. A broken history of this size (about 2,000 messages) takes some
-#: 10 ms to repair; below it, the thread hand-off would cost more than it saves.
+#: the heap as it was frozen for the collector. Below it, the thread hand-off costs more than it saves (the figure
+#: behind it: bench/README.md).
 LARGE_BODY_BYTES = 256 * 1024
 #: What one recalled entry (a call, item or block the repair may put back) weighs against LARGE_BODY_BYTES: the
 #: repair views, re-inserts and encodes it, about the work a kilobyte of body takes.
@@ -84,47 +86,83 @@ class Refused(Exception):
         self.response = response
 
 
-def endpoint(dialect: Dialect) -> Handler:
-    """The Starlette endpoint that repairs ``dialect``'s requests."""
+@dataclass(slots=True, eq=False)
+class Exchange:
+    """One request through a repaired endpoint, from its head to its answer; each named step of the handler takes it
+    and fills in what it decides. Known from the head: the ASGI ``scope`` and ``receive``, the proxy's ``state``, the
+    ``dialect``, the request's log ``line`` and its ``protocol`` (decided once when its head arrived, ``proxy/protocols.py``: its
+    ``error`` shape and its metrics label). Then ``_read_request`` sets the ``body`` as read, ``parsed`` and what was
+    ``mended``; ``_routed`` the ``facts`` the dialect reads off the target and body (model, stream), the ``route``,
+    the ``path`` asked for upstream, the memory scope (``memory``) and the dialect's ``profile``."""
 
-    async def handle(request: Request) -> Response | StreamRelay:
-        state: ProxyState = request.app.state.proxy
-        line = line_of(request.scope)
-        headers, query = request.headers.raw, request.scope["query_string"]
+    scope: Scope
+    receive: Receive
+    state: ProxyState
+    dialect: Dialect
+    line: RequestLine
+    protocol: Protocol
+    body: bytes = field(init=False)
+    parsed: dict = field(init=False)
+    mended: Counter[str] = field(init=False)
+    facts: Facts = field(init=False)
+    route: UpstreamRoute = field(init=False)
+    path: bytes = field(init=False)
+    memory: str = field(init=False)
+    profile: Profile = field(init=False)
+
+    @property
+    def error(self) -> Render:
+        return self.protocol.error
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return self.scope["headers"]
+
+    @property
+    def query(self) -> bytes:
+        return self.scope["query_string"]
+
+
+def endpoint(dialect: Dialect) -> ASGIApp:
+    """The plain ASGI app that repairs ``dialect``'s requests (the application sends it their POSTs only)."""
+
+    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+        exchange = Exchange(scope, receive, scope["app"].state.proxy, dialect, line_of(scope), protocol_of(scope))
         try:
-            target = request.scope["raw_path"]
-            # Refused before the body is read when no route the model could pick would admit this client.
-            state.access.check(headers, query, state.router.candidates(target, query))
-            body, parsed, mended = await _read_request(request, dialect, state.settings)
-            route, path = state.router.select(target, query, parsed.get("model"))
-            state.access.check(headers, query, (route,))
-            scope = memory_scope(route.tenant(headers, query), dialect)
-            chosen = route.profile_for(parsed.get("model"))
-            line.tenant, line.profile = scope[:8], chosen.name
-            profile = dialect.profile(chosen.name)
-            outgoing, repairs, extra_headers = await _repair_request(request, dialect, profile, scope, body, parsed, mended, line)
-            exchange = Exchange(request, state, dialect, route, path, profile, scope, line)
-            sent = Sent(outgoing, parsed if outgoing is body else None, repairs, extra_headers)
-            sent = await _unrefused(exchange, sent)
-            answer = await _forward(exchange, sent.body)
-            extra_headers = sent.headers
-            if dialect.retries(answer.status_code, state.policy):
-                answer, extra_headers = await _retried(exchange, sent, answer)
+            answer = await _answered(exchange)
         except Refused as refused:
-            return refused.response
-        except (InvalidPath, Denied) as refusal:
-            return refusal.response(dialect.error)
-        if not state.store.available:
-            extra_headers.append(MEMORY_HEADER)
-            line.memory = "unavailable"
-
-        async def remember(turns: list[Turn]) -> None:
-            await state.store.remember(scope, turns)
-
-        limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
-        return await relay_answer(answer, dialect.capture, remember, limit, extra_headers)
+            answer = refused.response
+        await answer(scope, receive, send)
 
     return handle
+
+
+async def _answered(exchange: Exchange) -> Response | StreamRelay:
+    """The answer to the request: read, routed, repaired, forwarded (once more where the dialect knows a fix for the
+    upstream's refusal) and relayed, its turns remembered; ``Refused`` by a step that ends it early."""
+    state, dialect = exchange.state, exchange.dialect
+    try:
+        # Refused before the body is read when no route the model could pick would admit this client.
+        state.access.check(exchange.headers, exchange.query, state.router.candidates(exchange.scope["raw_path"], exchange.query))
+        await _read_request(exchange)
+        _routed(exchange)
+        sent = await _unrefused(exchange, await _repair_request(exchange))
+        answer = await _forward(exchange, sent.body)
+        extra_headers = sent.headers
+        if dialect.retries(answer.status_code, state.policy) and _may_refuse(answer):
+            answer, extra_headers = await _retried(exchange, sent, answer)
+    except (InvalidPath, Denied) as refusal:
+        return refusal.response(exchange.error)
+    if not state.store.available:
+        extra_headers.append(MEMORY_HEADER)
+        exchange.line.memory = "unavailable"
+    memory = exchange.memory
+
+    async def remember(turns: list[Turn]) -> None:
+        await state.store.remember(memory, turns)
+
+    limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
+    return await relay_answer(answer, dialect.capture, remember, limit, extra_headers)
 
 
 def memory_scope(tenant: str, dialect: Dialect) -> str:
@@ -133,25 +171,25 @@ def memory_scope(tenant: str, dialect: Dialect) -> str:
     return tenant if dialect.name == "chat" else f"{tenant}/{dialect.name}"
 
 
-async def _read_request(request: Request, dialect: Dialect, settings: Settings) -> tuple[bytes, dict, Counter[str]]:
+async def _read_request(exchange: Exchange) -> None:
     """The body as sent and parsed, within the size, time and history-length limits; or, where the dialect
     mends a body the parser refused (``Dialect.mend``), the mended body and what was mended, by rule code."""
-    error = dialect.error
+    error, dialect, settings = exchange.error, exchange.dialect, exchange.state.settings
+    exchange.mended = NO_REPAIRS
     try:
-        body = await read_body(request, settings.max_body_bytes)  # in time: limits.BodyDeadline
+        body = await read_body(exchange.headers, exchange.receive, settings.max_body_bytes)  # in time: limits.BodyDeadline
     except BodyTooLarge:
         raise Refused(error(413, f"Request body is larger than {settings.max_body_bytes} bytes (--max-body-bytes).",
                             code="request_too_large")) from None
     except ClientDisconnect:
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
-    mended: Counter[str] = Counter()
     try:
         parsed = _parse(body)
     except orjson.JSONDecodeError as exc:
         fixed = dialect.mend(body, exc)
         if fixed is None:
             raise Refused(error(400, f"We could not parse the JSON body of your request: {exc}", code="invalid_json")) from None
-        body, mended = fixed
+        body, exchange.mended = fixed
         try:
             parsed = _parse(body)
         except orjson.JSONDecodeError as still:
@@ -165,11 +203,25 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
         raise Refused(error(
             400, f"`{dialect.history_key}` holds more than {most} entries ({dialect.history_entries}); this proxy accepts at most {most} "
                  "(--max-messages).", param=dialect.history_key, code="too_many_messages"))
-    return body, parsed, mended
+    exchange.body, exchange.parsed = body, parsed
 
 
-async def _repair_request(request: Request, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
-                          mended: Counter[str], line: RequestLine) -> tuple[bytes, Counter[str], list[tuple[bytes, bytes]]]:
+def _routed(exchange: Exchange) -> None:
+    """The request's facts as its dialect reads them (the model, from the body or the path), its route by target and
+    model (admission checked again on it), its memory scope and its profile, on the log line too."""
+    state, dialect, headers, query = exchange.state, exchange.dialect, exchange.headers, exchange.query
+    target = exchange.scope["raw_path"]
+    facts = exchange.facts = dialect.facts(target, exchange.parsed)
+    route, exchange.path = state.router.select(target, query, facts.model)
+    state.access.check(headers, query, (route,))
+    exchange.route = route
+    exchange.memory = memory_scope(route.tenant(headers, query), dialect)
+    chosen = route.profile_for(facts.model)
+    exchange.line.tenant, exchange.line.profile = exchange.memory[:8], chosen.name
+    exchange.profile = dialect.profile(chosen.name)
+
+
+async def _repair_request(exchange: Exchange) -> "Sent":
     """What to send upstream: the client's own bytes (or the bytes as mended before parsing), or the repaired
     body, with what was done by rule code and the headers saying so.
 
@@ -177,37 +229,37 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
     engine is pure Python, which gives the event loop the interpreter back every few milliseconds), with the
     heap frozen for the cycle collector (``heap_frozen``); so does the repair of a small body that recalls large
     turns (``_runner``), watching the client meanwhile (``_repaired_beside``)."""
-    state: ProxyState = request.app.state.proxy
-    planned = await _runner(body)(dialect.plan, parsed, profile)
+    state, dialect, body, mended = exchange.state, exchange.dialect, exchange.body, exchange.mended
+    planned = await _runner(body)(dialect.plan, exchange.parsed, exchange.profile, exchange.facts)
     outgoing: bytes | None = body
     counts: Counter[str] = Counter()
     calls: Counter[CallSource] = Counter()
     if planned is not None:
-        recalled = await state.store.recall(scope, planned.recall) if planned.recall else {}
+        recalled = await state.store.recall(exchange.memory, planned.recall) if planned.recall else {}
         if _runner(body, recalled) is _inline:  # on the loop, at once: no client can leave meanwhile
             result, repaired, counts, calls = _repaired(planned, recalled, state.policy, None)
         else:
-            result, repaired, counts, calls = await _repaired_beside(request, planned, recalled, state.policy)
+            result, repaired, counts, calls = await _repaired_beside(exchange, planned, recalled)
         if result.rejected is not None:
             raise Refused(dialect.rejection(result.rejected))
         if result.changed:
             outgoing = repaired
     if outgoing is None:
-        raise Refused(dialect.error(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
+        raise Refused(exchange.error(400, f"toolmend cannot repair this request: {TOO_DEEP}.", code="toolmend_too_deep"))
     if not (mended or counts):
-        return body, NO_REPAIRS, []
+        return Sent(body, exchange.parsed, NO_REPAIRS, [])
     repairs = mended + counts
-    return outgoing, repairs, _reported(state, profile, repairs, calls, line)
+    return Sent(outgoing, exchange.parsed if outgoing is body else None, repairs, _reported(exchange, repairs, calls))
 
 
-async def _repaired_beside(request: Request, planned: Planned, recalled: dict[str, Turn],
-                           policy: Policy) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
+async def _repaired_beside(exchange: Exchange, planned: Planned,
+                           recalled: dict[str, Turn]) -> tuple[Result, bytes | None, Counter[str], Counter[CallSource]]:
     """``_repaired`` in a thread, watching the client: one that leaves ends the request (499), and the engine,
     cancelled, stops at its next rule instead of repairing for no one."""
     cancel = Cancel()
     try:
-        with client_watch(request.receive):
-            return await _in_thread(_repaired, planned, recalled, policy, cancel)
+        with client_watch(exchange.receive):
+            return await _in_thread(_repaired, planned, recalled, exchange.state.policy, cancel)
     except ClientGone:
         log.info("client left during the repair; repair stopped")
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
@@ -215,35 +267,21 @@ async def _repaired_beside(request: Request, planned: Planned, recalled: dict[st
         cancel.set()  # a thread still repairing (its client gone, or the server stopping) stops at its next rule
 
 
-def _reported(state: ProxyState, profile: Profile, counts: Counter[str], calls: Counter[CallSource], line: RequestLine,
+def _reported(exchange: Exchange, counts: Counter[str], calls: Counter[CallSource],
               earlier: Counter[str] = NO_REPAIRS) -> list[tuple[bytes, bytes]]:
     """What was repaired, counted by rule code, on the log line, in the metrics and in the response headers; after
     what the request's ``earlier`` repairs reported (only ``counts`` are counted again)."""
+    line, metrics, profile = exchange.line, exchange.state.metrics, exchange.profile.name
     line.repairs = summarize(earlier + counts if earlier else counts)
     for code, count in counts.items():
-        state.metrics.repairs.labels(code, profile.name).inc(count)
+        metrics.repairs.labels(code, profile).inc(count)
     headers = [(REPAIRS_HEADER, line.repairs.encode())]
     if calls:
         line.calls = summarize_calls(calls)
         for source, count in calls.items():
-            state.metrics.calls_reinserted.labels(source, profile.name).inc(count)
+            metrics.calls_reinserted.labels(source, profile).inc(count)
         headers.append((CALLS_HEADER, line.calls.encode()))
     return headers
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """What the steps after the repair share: the client's request, the proxy, the dialect, the route and path its
-    request goes to, its profile, its memory scope and its log line."""
-
-    request: Request
-    state: ProxyState
-    dialect: Dialect
-    route: UpstreamRoute
-    path: bytes
-    profile: Profile
-    scope: str
-    line: RequestLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,12 +297,10 @@ class Sent:
     def json(self) -> dict:
         return self.parsed if self.parsed is not None else _parse(self.body)
 
-    def changed(self, exchange: "Exchange", body: bytes, counts: Counter[str]) -> "Sent":
+    def changed(self, exchange: Exchange, body: bytes, counts: Counter[str]) -> "Sent":
         """This, with ``body`` instead and ``counts`` more repairs, reported (the request's earlier ones not again)."""
-        state, line = exchange.state, exchange.line
         calls = [header for header in self.headers if header[0] != REPAIRS_HEADER]
-        return Sent(body, None, self.repairs + counts,
-                    [*_reported(state, exchange.profile, counts, Counter(), line, self.repairs), *calls])
+        return Sent(body, None, self.repairs + counts, [*_reported(exchange, counts, Counter(), self.repairs), *calls])
 
 
 async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
@@ -272,12 +308,12 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     ``_retried``; asked of the store only for a scope this process saw a refusal in), when it carries any."""
     state = exchange.state
     fix = exchange.dialect.remembered_fix(state.policy)
-    if fix is None or fix.blobs is None or not state.refusals.has(exchange.scope):
+    if fix is None or fix.blobs is None or not state.refusals.has(exchange.memory):
         return sent
     # Parsing, walking and hashing a large body are work like its repair: beside the event loop too.
     run = _runner(sent.body)
     body, carried = await run(_carried, fix.blobs, sent)
-    refused = await refused_among(state.store, exchange.scope, carried) if carried else frozenset()
+    refused = await refused_among(state.store, exchange.memory, carried) if carried else frozenset()
     if not refused:
         return sent
     made = await run(retry, fix, body, exchange.profile, state.policy, Leaving(refused, remembered=True))
@@ -304,7 +340,7 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     to the retry, whatever it is, go on to the client as the upstream sent them."""
     state = exchange.state
     try:
-        with client_watch(exchange.request.receive):
+        with client_watch(exchange.receive):
             refusal = await _refusal(answer)
     except ClientGone:
         await answer.aclose()
@@ -323,19 +359,23 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
     again = await _forward(exchange, made[0])
     if fix.blobs is not None and again.is_success:
         left = leaving.digests if leaving.digests is not None else await run(_digests, fix.blobs, body)
-        await remember_refused(state.store, exchange.scope, exchange.dialect.name, left)
-        state.refusals.note(exchange.scope)
+        await remember_refused(state.store, exchange.memory, exchange.dialect.name, left)
+        state.refusals.note(exchange.memory)
     return again, sent.changed(exchange, *made).headers
 
 
+def _may_refuse(answer: httpx.Response) -> bool:
+    """Whether an answer of a status ``Dialect.retries`` names can be a refusal at all: one of status 200 only when it
+    is an event stream (whose first event may be one); a JSON success is relayed without a look."""
+    return answer.status_code != STREAMED or answer.headers.get("content-type", "").startswith("text/event-stream")
+
+
 async def _refusal(answer: httpx.Response) -> Refusal | None:
-    """What an answer ``Dialect.retries`` says may be a refusal says: its error body read whole (up to
+    """What an answer ``Dialect.retries`` says may be a refusal (``_may_refuse``) says: its error body read whole (up to
     ``REFUSAL_BYTES``), or, for an event stream of status 200, its first event; None when it is no refusal."""
     if answer.status_code != STREAMED:
         error = await peek(answer, REFUSAL_BYTES)
         return read(answer.status_code, error, answer.headers) if error is not None else None
-    if not answer.headers.get("content-type", "").startswith("text/event-stream"):
-        return None
     first = FirstEvent(REFUSAL_BYTES)
     await peek(answer, REFUSAL_BYTES, first.read)
     return first.refusal
@@ -348,7 +388,7 @@ async def _leaving(exchange: Exchange, fix: RefusalFix, refusal: Refusal, body: 
     if fix.blobs is None:
         return Leaving(refusal=refusal)
     carried, keys = await _runner(raw)(_looked_up, fix.blobs, body)
-    turns = await exchange.state.store.recall(exchange.scope, keys) if keys else {}
+    turns = await exchange.state.store.recall(exchange.memory, keys) if keys else {}
     return await _runner(raw, turns)(_chosen, fix.blobs, refusal, carried, turns)
 
 
@@ -366,45 +406,58 @@ def _chosen(blobs: Blobs, refusal: Refusal, carried: list[Any], turns: dict[str,
 
 async def _forward(exchange: Exchange, outgoing: bytes) -> httpx.Response:
     """Send upstream and wait for the answer's head, giving up if the client leaves meanwhile."""
-    request, state, line = exchange.request, exchange.state, exchange.line
+    state, line = exchange.state, exchange.line
     upstream = exchange.route.upstream
     sending = upstream.send(
         "POST",
-        upstream.url(exchange.path, request.scope["query_string"]),
-        upstream.request_headers(request.headers.raw, DROP_FOR_REPAIRED),
+        upstream.url(exchange.path, exchange.query),
+        upstream.request_headers(exchange.headers, DROP_FOR_REPAIRED),
         outgoing,
     )
     started = time.perf_counter()
     try:
-        with client_watch(request.receive):
+        with client_watch(exchange.receive):
             answer = await sending
     except UpstreamError as exc:
         state.metrics.upstream_errors.labels(exc.code).inc()
-        raise Refused(exc.response(exchange.dialect.error)) from None
+        raise Refused(exc.response(exchange.error)) from None
     except ClientGone:
         log.info("client left before the upstream answered; upstream request cancelled")
         raise Refused(Response(status_code=CLIENT_CLOSED_REQUEST)) from None
-    observe_upstream(state.metrics, line, exchange.dialect.name, answer, started)
+    observe_upstream(state.metrics, line, exchange.protocol.label, answer, started)
     return answer
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge
-    chunks, size = [], 0
-    async for chunk in request.stream():
+async def read_body(headers: list[tuple[bytes, bytes]], receive: Receive, limit: int) -> bytes:
+    """The request body, read off ``receive``; ``BodyTooLarge`` past ``limit`` bytes (declared or sent),
+    ``ClientDisconnect`` when the client leaves first."""
+    for name, value in headers:
+        if name == b"content-length":  # ASGI servers give header names in lower case
+            if value.isdigit() and int(value) > limit:
+                raise BodyTooLarge
+            break
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnect
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
+        if not message.get("more_body", False):
+            if not chunks:
+                return chunk  # the whole body in one message: most requests
+            chunks.append(chunk)
+            return b"".join(chunks)
         chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _parse(body: bytes) -> Any:
     """``orjson.loads``; for a large body, with the cycle collector paused. The parse holds the interpreter
     throughout (a thread would not help), and the collections its allocations trigger walk the growing tree
-    again and again: 25 MB took 1.5 s instead of 0.4 s, all of it a stall for every other client."""
+    again and again, a stall for every other client."""
     return orjson.loads(body) if len(body) <= LARGE_BODY_BYTES else collector_paused(orjson.loads, body)
 
 
@@ -423,8 +476,7 @@ def collector_paused(function: Callable[..., T], *args: Any) -> T:
 def heap_frozen(function: Callable[..., T], *args: Any) -> T:
     """``function(*args)`` with every object that exists when it starts left out of the cycle collector's passes
     until it ends (``gc.freeze``): a large body's check and repair allocate objects by the hundred thousand, and the
-    collections they trigger walked the parsed body and the rest of the heap again and again (6 % of the
-    instructions of the bench's Messages repair). Not a pause: the work runs beside the event loop, and the
+    collections they trigger would walk the parsed body and the rest of the heap again and again. Not a pause: the work runs beside the event loop, and the
     collector goes on collecting what both make; what was frozen is back in the oldest generation when any such
     work ends, so nothing stays out of the collector's reach longer than one repair."""
     gc.freeze()

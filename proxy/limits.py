@@ -15,7 +15,7 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.observe import error_shape_of
+from proxy.protocols import error_shape_of
 
 log = logging.getLogger("toolmend")
 

@@ -5,6 +5,7 @@ Handlers add what only they know (repairs, tenant, upstream status and timings) 
 has ended, so a request is logged exactly once whatever path it took.
 """
 
+import functools
 import logging
 import re
 import time
@@ -13,10 +14,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.dialects import DIALECTS, error_shape
-from proxy.errors import Render
 from proxy.logs import RequestLine
 from proxy.metrics import Metrics
+from proxy.protocols import QUIET_PATHS, Protocols
 
 log = logging.getLogger("toolmend.access")
 
@@ -27,21 +27,6 @@ ECHOED_ID = b"x-toolmend-request-id"
 #: A client's request id is echoed and logged only when it is a plain token of this shape (UUIDs, ``req_...``,
 #: trace ids); anything else is replaced by a fresh id rather than trusted.
 REQUEST_ID_SHAPE = re.compile(rb"[A-Za-z0-9_.:/+=@-]{1,128}")
-QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted, logged at debug only
-
-
-#: The metrics label of each repaired endpoint: its dialect's name.
-REPAIRED_PATHS = {"/v1" + path: dialect.name for dialect in DIALECTS for path in dialect.paths}
-
-
-def route_of(path: str) -> str:
-    """The metrics label of a path; a route prefix (``/mistral/v1/...``) counts like the path under it."""
-    for suffix, label in REPAIRED_PATHS.items():
-        if path.endswith(suffix):
-            return label
-    if "/v1/" in path:
-        return "passthrough"
-    return path.strip("/") if path in QUIET_PATHS else "other"
 
 
 def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
@@ -58,29 +43,30 @@ def line_of(scope: Scope) -> RequestLine:
     return line if line is not None else RequestLine("-", scope.get("method", ""), scope.get("path", ""))
 
 
-def error_shape_of(scope: Scope) -> Render:
-    """The request's error shape, decided once from its path (``dialects.error_shape``) and kept in its scope: every
-    error toolmend makes for the request after its head arrived comes in this shape, whichever layer makes it."""
-    state = scope.setdefault("state", {})
-    shape = state.get("error_shape")
-    if shape is None:
-        shape = state["error_shape"] = error_shape(scope["path"], scope["headers"])
-    return shape
+@functools.lru_cache(maxsize=4096)
+def labelled(metric: Any, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once per metric and labels: every request counts itself under the labels
+    of its protocol and status, a small set (``Protocols`` labels, HTTP statuses)."""
+    return metric.labels(*labels)
 
 
 def observe_upstream(metrics: Metrics, line: RequestLine, route: str, answer: Any, started: float) -> None:
     """The upstream's answer head arrived: its status and time to first byte."""
     elapsed = time.perf_counter() - started
-    metrics.upstream_first_byte_seconds.labels(route).observe(elapsed)
+    labelled(metrics.upstream_first_byte_seconds, route).observe(elapsed)
     line.upstream_status = answer.status_code
     line.first_byte_ms = round(elapsed * 1000, 3)
     line.upstream_started = started
 
 
 class Observer:
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    """Decides the request's protocol (``Protocols``) once its head arrives, keeps it in the scope beside the log line,
+    counts the request under the protocol's label and writes the line when the answer has ended."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, protocols: Protocols) -> None:
         self.app = app
         self.metrics = metrics
+        self.protocols = protocols
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -88,7 +74,9 @@ class Observer:
             return
         request_id = request_id_of(scope["headers"])
         line = RequestLine(request_id, scope["method"], scope["path"])
-        scope.setdefault("state", {})["request_line"] = line
+        protocol = self.protocols.of(scope["path"], scope["headers"])
+        state = scope.setdefault("state", {})
+        state["request_line"], state["protocol"] = line, protocol
         echo = (ECHOED_ID, request_id.encode())
 
         streaming = False
@@ -104,7 +92,7 @@ class Observer:
                 message["headers"] = [*headers, echo]
             await send(message)
 
-        route = route_of(scope["path"])
+        route = protocol.label
         self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_with_id)
@@ -116,7 +104,7 @@ class Observer:
             line.duration_ms = round((now - line.started) * 1000, 3)
             if line.upstream_started is not None:
                 line.upstream_ms = round((now - line.upstream_started) * 1000, 3)
-                self.metrics.upstream_seconds.labels(route).observe(now - line.upstream_started)
-            self.metrics.requests.labels(route, str(line.status or 500)).inc()
+                labelled(self.metrics.upstream_seconds, route).observe(now - line.upstream_started)
+            labelled(self.metrics.requests, route, str(line.status or 500)).inc()
             level = logging.DEBUG if scope["path"] in QUIET_PATHS else logging.INFO
             log.log(level, "request", extra={"request": line.fields()})

@@ -8,7 +8,8 @@ from starlette.responses import Response
 
 from proxy.access import Denied
 from proxy.forward import UpstreamError
-from proxy.observe import error_shape_of, line_of, observe_upstream
+from proxy.observe import line_of, observe_upstream
+from proxy.protocols import error_shape_of
 from proxy.relay import StreamRelay, stream_through
 from proxy.router import InvalidPath
 from proxy.state import ProxyState

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 from proxy.dialects.capture import LARGE_ANSWER_BYTES, Capture, CaptureLimit, Cut, ReadAside, StreamReader
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
-from proxy.observe import error_shape_of
+from proxy.protocols import error_shape_of
 from proxy.state import ProxyState
 from proxy.turns import Turn
 

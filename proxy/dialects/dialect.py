@@ -7,6 +7,7 @@ JSON), how its answers are captured into remembered turns, which profiles it kno
 errors. The structural rules themselves are written once, over the neutral view (``proxy/repair/``).
 """
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,6 +28,17 @@ from proxy.repair.profiles import Profile
 from proxy.repair.rules import orphan_tool_message
 from proxy.turns import Dialect as DialectName
 from proxy.turns import Turn, dialect_of
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a dialect reads of a request beyond its body's history, for the request path and its own plan: the
+    request ``target`` as sent (the raw path: Gemini names its model and whether it streams there), the ``model``
+    its route and profile are chosen by, and whether the client asked for a stream (``streams``)."""
+
+    target: bytes
+    model: object
+    streams: bool
 
 
 class Planned(Protocol):
@@ -60,6 +72,13 @@ class Dialect(Protocol):
         ...
 
     @property
+    def path_pattern(self) -> "re.Pattern[str] | None":
+        """Its endpoints when their paths carry facts of the request (Gemini's ``/v1beta/models/{model}:generateContent``):
+        a pattern that matches the end of such a path (as decoded), at its start or right after a route prefix; None when
+        ``paths`` name them all."""
+        ...
+
+    @property
     def history_key(self) -> str:
         """The body's history: ``messages``, or the Responses API's ``input``."""
         ...
@@ -86,8 +105,13 @@ class Dialect(Protocol):
         exact up to ``most``; past it, the count stops, so it costs work bounded by ``most`` whatever the body."""
         ...
 
-    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
-        """None when the body needs no repair (most requests: one fast check); else the plan."""
+    def facts(self, target: bytes, body: dict[str, Any]) -> Facts:
+        """The request's ``Facts``, read off its target (the raw path as sent) and its parsed body."""
+        ...
+
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> Planned | None:
+        """None when the body needs no repair (most requests: one fast check); else the plan. ``facts``: what the
+        request path read of the request beyond its body (None offline: ``toolmend check``)."""
         ...
 
     def rejection(self, finding: Finding) -> Response:
@@ -152,6 +176,7 @@ class ListHistory:
 
     history_key: str
     path: str
+    path_pattern: "re.Pattern[str] | None" = None
     refusal_fixes: tuple[RefusalFix, ...] = ()
     #: Besides each entry's ``content`` list, the key of another list of it whose elements ``history_length`` counts
     #: (chat's ``tool_calls``), if any.
@@ -161,6 +186,10 @@ class ListHistory:
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.path,)
+
+    def facts(self, target: bytes, body: dict[str, Any]) -> Facts:
+        """The model and the stream flag as the body gives them (``model``, ``stream``)."""
+        return Facts(target, body.get("model"), body.get("stream") is True)
 
     def history_length(self, body: dict[str, Any], most: int) -> int:
         history = body.get(self.history_key)

@@ -30,11 +30,10 @@ class Context:
 
     cancel: Cancel | None = None
 
-    def __init__(self, messages: list[Message], tools: Any, recalled: Recalled, policy: Policy, profile: Profile,
+    def __init__(self, messages: list[Message], recalled: Recalled, policy: Policy, profile: Profile,
                  origin: dict[int, int] | None = None, request: Mapping[str, Any] | None = None) -> None:
         self.messages = messages
         self.profile = profile
-        self.tools = tools
         self.recalled = recalled
         self.policy = policy
         self.findings: list[Finding] = []
@@ -46,14 +45,17 @@ class Context:
         self._alive = list(messages)
         #: The whole request body as the client sent it (read-only): settings such as ``store`` or ``thinking``.
         self.request: Mapping[str, Any] = request if request is not None else {}
+        #: The request's tools, as it declares them (read-only).
+        self.tools: Any = self.request.get("tools")
 
     def index_of(self, message: Any, fallback: int = 0) -> int:
         return self.origin.get(id(message), fallback)
 
     def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0,
-               source: CallSource | None = None, calls: int = 0) -> None:
-        """Note a finding (its detail ``bounded``); a rule that put ``calls`` tool calls back into the history names
-        their ``source``."""
+               put_back: tuple[CallSource, int] | None = None) -> None:
+        """Note a finding (its detail ``bounded``); a rule that put tool calls back into the history says how many
+        and whence (``put_back``: their source and count)."""
+        source, calls = put_back if put_back is not None else (None, 0)
         self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, bounded(detail), source, calls))
 
     def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:

@@ -125,7 +125,7 @@ def refused(ctx: Context, rules: Iterable[RepairRule]) -> bool:
 
 def run(body: dict[str, Any], recalled: Recalled, profile: Profile, policy: Policy, cancel: Cancel | None = None) -> Result:
     repaired = {**body, "messages": [_copy_message(m) for m in body["messages"]]}
-    ctx = Context(repaired["messages"], repaired.get("tools"), recalled, policy, profile, request=body)
+    ctx = Context(repaired["messages"], recalled, policy, profile, request=body)
     ctx.cancel = cancel
     try:
         if refused(ctx, (*UNIVERSAL, *profile.rules, *FINAL)):

@@ -81,8 +81,7 @@ class Finding:
     how many (``calls``: one finding may restore a whole parallel turn) and whence (``source``).
 
     Written once, read after: nothing changes a finding. It is not a frozen dataclass, whose ``__init__`` sets each
-    field through ``object.__setattr__``: 1.5 us a finding against 0.5 us, and a repair of a long history makes one
-    per change (600 for the repair bench's Messages history).
+    field through ``object.__setattr__`` at three times the cost, and a repair of a long history makes one per change.
     """
 
     code: str

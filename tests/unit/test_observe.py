@@ -6,9 +6,11 @@ import logging
 import httpx
 from starlette.responses import PlainTextResponse
 
+from proxy.dialects import DIALECTS
 from proxy.logs import JsonFormatter, TextFormatter
 from proxy.metrics import Metrics
 from proxy.observe import Observer, line_of
+from proxy.protocols import Protocols
 
 
 def app_with(metrics: Metrics) -> Observer:
@@ -17,7 +19,7 @@ def app_with(metrics: Metrics) -> Observer:
         line.repairs, line.tenant = "TM101=1", "abcd1234"
         await PlainTextResponse("ok", status_code=201)(scope, receive, send)
 
-    return Observer(app, metrics)
+    return Observer(app, metrics, Protocols(DIALECTS))
 
 
 async def call(app, headers=None) -> httpx.Response:

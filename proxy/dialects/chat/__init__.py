@@ -9,7 +9,7 @@ from typing import Any
 from starlette.responses import Response
 
 from proxy.dialects.chat.capture import CAPTURE
-from proxy.dialects.dialect import ListHistory, rejection
+from proxy.dialects.dialect import Facts, ListHistory, rejection
 from proxy.errors import error_response
 from proxy.repair import Finding, Plan, Profile, get_profile, plan
 from proxy.turns import Dialect as DialectName
@@ -27,7 +27,7 @@ class ChatDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return get_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile) -> Plan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> Plan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from proxy.dialects.dialect import Blobs, ListHistory, RefusalFix, rejection
+from proxy.dialects.dialect import Blobs, Facts, ListHistory, RefusalFix, rejection
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
@@ -43,7 +43,7 @@ class MessagesDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return messages_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> MessagesPlan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:

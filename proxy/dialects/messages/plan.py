@@ -67,7 +67,8 @@ class MessagesPlan:
         turns = {key: turn for key, turn in recalled.items() if dialect_of(turn) == "messages"}
         # The structural rules read remembered turns as they read the history: as the view.
         remembered = viewed(turns, "messages", view_turn)
-        ctx = Pending(view.entries, _client_tools(self.body.get("tools")), remembered, policy, self.profile, view.origin, self.body)
+        ctx = Pending(view.entries, remembered, policy, self.profile, view.origin, self.body)
+        ctx.tools = _client_tools(self.body.get("tools"))  # the rules read the client's tools, not the server tools
         ctx.cancel = cancel
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
@@ -124,7 +125,7 @@ def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Lea
     messages = body.get("messages")
     if policy.thinking != "drop" or type(messages) is not list:
         return None
-    ctx = Refusing(list(messages), None, {}, policy, profile, request=body)
+    ctx = Refusing(list(messages), {}, policy, profile, request=body)
     ctx.leaving = leaving
     if refused(ctx, RETRY_RULES) or not any(finding.code == refused_signature.RULE.code for finding in ctx.findings):
         return None

@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from proxy.dialects.dialect import Blobs, ListHistory, RefusalFix, rejection
+from proxy.dialects.dialect import Blobs, Facts, ListHistory, RefusalFix, rejection
 from proxy.dialects.responses.capture import CAPTURE
 from proxy.dialects.responses.plan import ResponsesPlan, plan, retried, retried_unknown
 from proxy.dialects.responses.profiles import responses_profile
@@ -39,7 +39,7 @@ class ResponsesDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return responses_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> ResponsesPlan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:

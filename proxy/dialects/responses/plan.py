@@ -51,14 +51,14 @@ class ResponsesPlan:
     recall: list[str]
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
-        resent = Context(list(self.body["input"]), self.body.get("tools"), recalled, policy, self.profile, request=self.body)
+        resent = Context(list(self.body["input"]), recalled, policy, self.profile, request=self.body)
         previous_response_items.apply(resent)
         items = resent.messages
         view, origin = read(items, self._held_by_server(items, recalled), self.profile.adjacent_results)
         # The structural rules read remembered turns as they read the history: as the view.
         held = frozenset(mark for item in items if is_reasoning(item) for mark in marks(item))
         remembered = viewed(recalled, "responses", partial(view_turn, held=held))
-        ctx = Context(view, self.body.get("tools"), remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
+        ctx = Context(view, remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
         ctx.findings, ctx.cancel = resent.findings, cancel
         if refused(ctx, VIEW_RULES):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
@@ -121,7 +121,7 @@ def _retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Le
     items = body.get("input")
     if type(items) is not list:
         return None
-    ctx = Refusing(list(items), body.get("tools"), refused_reasoning.made_with(items), policy, profile, request=body)
+    ctx = Refusing(list(items), refused_reasoning.made_with(items), policy, profile, request=body)
     ctx.leaving = leaving
     if refused(ctx, rules) or not any(finding.code == rules[0].RULE.code for finding in ctx.findings):
         return None

@@ -163,16 +163,16 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_o
         gathered = f", gathered from {len(holding)} assistant messages" if parts else ""
         missing = sum(1 for call in calls if call_id(call) not in kept.by_id)  # the client kept the others
         ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory{gathered}", position,
-                   "recalled", missing)
+                   ("recalled", missing))
         return
     previous = history.previous()
     if is_assistant(previous) and not is_call_turn(previous):
         previous["tool_calls"] = calls
         ctx.report(RULE, orphan, "attached", f"remembered tool_calls ({ids}) attached to the preceding assistant message", position,
-                   "recalled", len(calls))
+                   ("recalled", len(calls)))
         return
     history.append({"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
-    ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position, "recalled", len(calls))
+    ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position, ("recalled", len(calls)))
 
 
 class _Holders:
@@ -279,19 +279,19 @@ def _synthesize(ctx: Context, history: _Rebuilt, orphan: Message, synthesized: s
     opener = history.block_opener()
     if opener is not None and id(opener) in synthesized:
         opener["tool_calls"].append(call)  # several orphans in a row share one synthesized turn
-        ctx.report(RULE, orphan, "synthesized", detail, position, "synthesized", 1)
+        ctx.report(RULE, orphan, "synthesized", detail, position, ("synthesized", 1))
         return
     previous = history.previous()
     if is_assistant(previous) and not is_call_turn(previous):
         previous["tool_calls"] = [call]
         synthesized.add(id(previous))
         ctx.report(RULE, orphan, "synthesized", detail + ", attached to the preceding assistant message", position,
-                   "synthesized", 1)
+                   ("synthesized", 1))
         return
     assistant = {"role": "assistant", "content": None, "tool_calls": [call]}
     synthesized.add(id(assistant))
     history.append(assistant)
-    ctx.report(RULE, orphan, "synthesized", detail, position, "synthesized", 1)
+    ctx.report(RULE, orphan, "synthesized", detail, position, ("synthesized", 1))
 
 
 def _guess_name(ctx: Context, orphan: Message) -> str:

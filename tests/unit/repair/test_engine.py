@@ -261,7 +261,7 @@ def test_a_message_made_after_one_was_deleted_never_takes_the_deleted_one_s_posi
     from proxy.repair.context import Context
     from proxy.repair.profiles import get_profile
 
-    ctx = Context([{"role": "user", "content": str(n)} for n in range(50)], None, {}, Policy(), get_profile("openai"))
+    ctx = Context([{"role": "user", "content": str(n)} for n in range(50)], {}, Policy(), get_profile("openai"))
     del ctx.messages[:]
     made = [{"role": "tool", "content": str(n)} for n in range(50)]
     assert [ctx.index_of(message, -1) for message in made] == [-1] * 50

@@ -318,7 +318,7 @@ class Moves(list):
 
 def moves(rule: RepairRule, messages: Iterable[dict[str, Any]], profile: str = "openai") -> int:
     Moves.moved = 0
-    ctx = Context(Moves(orjson.loads(orjson.dumps(list(messages)))), None, {}, Policy(), get_profile(profile))
+    ctx = Context(Moves(orjson.loads(orjson.dumps(list(messages)))), {}, Policy(), get_profile(profile))
     rule.apply(ctx)
     assert ctx.findings
     return Moves.moved
@@ -364,7 +364,7 @@ def test_a_rule_moves_each_message_a_bounded_number_of_times(name: str) -> None:
 def test_a_long_run_of_results_is_merged_into_one() -> None:
     """What TM108 makes of many different results of one call, now written once: each text, in order, a blank line
     between them."""
-    ctx = Context(repeated_results(5), None, {}, Policy(), get_profile("openai"))
+    ctx = Context(repeated_results(5), {}, Policy(), get_profile("openai"))
     duplicate_tool_result.apply(ctx)
     assert ctx.messages[2]["content"] == "\n\n".join(f"result {i}" for i in range(5))
     assert len(ctx.messages) == 3 and len(ctx.findings) == 4

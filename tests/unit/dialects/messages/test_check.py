@@ -78,7 +78,7 @@ def changed_by_a_rule(message: Any, position: int, profile: Profile) -> list[str
         if rule is unsigned_thinking and rule not in profile.rules:
             continue
         history = [copy.deepcopy(message)]
-        ctx = Context(history, [], {}, Policy(), profile, {id(history[0]): position}, {"messages": list(history)})
+        ctx = Context(history, {}, Policy(), profile, {id(history[0]): position}, {"messages": list(history)})
         rule.apply(ctx)
         codes += [finding.code for finding in ctx.findings]
     return codes
