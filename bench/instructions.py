@@ -72,7 +72,8 @@ def _repair_child(kind: str, times: int) -> None:
     import orjson
     import repair_bench as rb  # the checkout under measurement, found through the cwd
 
-    from proxy.repair import Policy, repair
+    from proxy.dialects.chat.plan import repair
+    from proxy.repair import Policy
     rng = random.Random(7)
     if kind == "chat":
         history, remembered = rb.broken_history(2000, rng)

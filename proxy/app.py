@@ -15,6 +15,7 @@ from proxy.access import Access
 from proxy.config import Settings
 from proxy.credentials import Carriers
 from proxy.dialects import DIALECTS
+from proxy.dialects.chat.profiles import route_profile
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
 from proxy.forward import Upstream
@@ -25,7 +26,7 @@ from proxy.memory.refusals import Noted
 from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
-from proxy.repair import Policy, route_profile
+from proxy.repair import Policy
 from proxy.router import Router, UpstreamRoute
 from proxy.state import ProxyState
 from proxy.tenant import Tenancy

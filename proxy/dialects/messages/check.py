@@ -21,7 +21,7 @@ from proxy.dialects.ids import all_id_characters
 from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
 from proxy.dialects.messages.rules import altered_thinking, empty_text, empty_thinking, system_message, thinking, unsigned_thinking
 from proxy.dialects.messages.view import blocks_of
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 
 #: THINKING_TYPES as a tuple: a ``type`` that is not a string (a list) is simply not in it (a set would raise).
 _THINKING = (THINKING, REDACTED_THINKING)

@@ -22,7 +22,7 @@ from typing import Any
 from proxy.dialects.messages.blocks import THINKING, block_type
 from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
 from proxy.repair.context import Context
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM506", "unsigned-thinking", ("AM-15",))
