@@ -8,12 +8,15 @@ from types import ModuleType
 import pytest
 
 import proxy
-from proxy.dialects import DIALECTS
+from proxy.dialects import DIALECTS, Dialect
 from proxy.dialects.chat.profiles import PROFILES
-from proxy.registry import DuplicateCode, assemble, entries
+from proxy.dialects.messages.check import may_change
+from proxy.registry import CHAT_HOMES, DuplicateCode, Entry, assemble, entries
 from proxy.repair.findings import Rule
 from proxy.repair.pipeline import Phase, Pipeline, Step
 from proxy.repair.rules import empty_history, orphan_tool_message
+
+BY_NAME = {dialect.name: dialect for dialect in DIALECTS}
 
 
 def rule_modules() -> list[ModuleType]:
@@ -76,3 +79,38 @@ def test_a_bare_rule_is_a_step_for_every_profile() -> None:
     phase = Phase("p", "", (empty_history, Step(orphan_tool_message, ("mistral",))))
     assert phase.scoped == (Step(empty_history), Step(orphan_tool_message, ("mistral",)))
     assert Pipeline("d", (phase,)).run("p", "openai") == (empty_history,)
+
+
+def _home_dialect(entry: Entry) -> Dialect:
+    """The dialect whose histories a rule's Bad/Good example is written in: the shared rules' are chat's."""
+    return BY_NAME["chat" if entry.home in CHAT_HOMES else entry.home]
+
+
+def _phase(dialect: str, name: str) -> Phase:
+    return BY_NAME[dialect].pipeline.phase(name)
+
+
+CHECKED = [entry for entry in entries()
+           if any(use.dialect == _home_dialect(entry).name and _phase(use.dialect, use.phase).checked for use in entry.uses)]
+
+
+@pytest.mark.parametrize("entry", CHECKED, ids=[entry.code for entry in CHECKED])
+def test_every_rule_is_known_to_its_dialects_fast_check(entry: Entry) -> None:
+    """The fused fast checks stay fused (they run on every request): each rule's Bad example must still make its
+    dialect's check plan a repair (or, for TM516, a look in memory), under the first profile that runs the rule."""
+    doc = entry.doc()
+    dialect = _home_dialect(entry)
+    profile = doc.profiles[0] if doc.profiles else "anthropic" if dialect.name == "messages" else "openai"
+    body = {"model": "deepseek-reasoner" if profile == "deepseek" else "gpt-4o", **doc.request, dialect.history_key: doc.bad}
+    assert dialect.plan(body, dialect.profile(profile)) is not None
+
+
+#: The Messages rules that edit one message at a time: the repair runs them over the messages ``may_change`` flags.
+ONE_MESSAGE_AT_A_TIME = [entry for entry in entries() if entry.home == "messages" and "TM502" <= entry.code <= "TM509"]
+
+
+@pytest.mark.parametrize("entry", ONE_MESSAGE_AT_A_TIME, ids=[entry.code for entry in ONE_MESSAGE_AT_A_TIME])
+def test_every_rule_editing_one_message_is_known_to_may_change(entry: Entry) -> None:
+    doc = entry.doc()
+    assert any(may_change(message, strips_unsigned=True) for message in doc.bad)
+    assert not any(may_change(message, strips_unsigned=True) for message in doc.good or [])

@@ -36,7 +36,8 @@ from proxy.repair.pipeline import Phase, Pipeline, Step
 from proxy.repair.rules import STRUCTURAL, empty_history
 
 PIPELINE = Pipeline("messages", (
-    Phase("raw", "over the body's bytes, when they are not valid JSON, before it is parsed", (surrogates,), applied=False),
+    Phase("raw", "over the body's bytes, when they are not valid JSON, before it is parsed", (surrogates,), applied=False,
+          checked=False),
     # The structural rules, in the order chat runs them (TM105 merges consecutive assistant messages that each hold part
     # of the calls), then TM501 over every id they declared. TM208 is not run: no id length rule is known.
     Phase("view", "over the neutral view of the messages", (*STRUCTURAL, tool_use_id)),
@@ -57,5 +58,5 @@ PIPELINE = Pipeline("messages", (
         empty_history,
     )),
     # Not on a request as the client sent it: on what was sent, after the upstream refused a thinking signature.
-    Phase("retry", "over what was sent, when the upstream refused a thinking signature (AM-14)", (refused_signature, thinking_required)),
+    Phase("retry", "over what was sent, when the upstream refused a thinking signature (AM-14)", (refused_signature, thinking_required), checked=False),
 ))

@@ -62,7 +62,7 @@ PIPELINE = Pipeline("responses", (
     # Not on a request as the client sent it: on what was sent, after the upstream refused it. TM405 deletes the server
     # id of each item whose reasoning the first rule removed, TM406 drops reasoning left with nothing it produced.
     Phase("retry", "over what was sent, when the upstream could not verify encrypted reasoning (RS-11)",
-          (refused_reasoning, reasoning_required, dangling_reasoning)),
+          (refused_reasoning, reasoning_required, dangling_reasoning), checked=False),
     Phase("retry-unknown", "over what was sent, when the upstream did not know an item id (RS-8)",
-          (unknown_item, reasoning_required, dangling_reasoning)),
+          (unknown_item, reasoning_required, dangling_reasoning), checked=False),
 ))
