@@ -22,33 +22,14 @@ from proxy.dialects.responses.rules import (
     unstored_ids,
 )
 from proxy.repair.pipeline import Phase, Pipeline
-from proxy.repair.rules import (
-    duplicate_call_id,
-    duplicate_tool_result,
-    empty_history,
-    interleaved_message,
-    long_call_id,
-    misplaced_tool_result,
-    orphan_tool_message,
-    tool_result_without_id,
-    unanswered_tool_call,
-)
+from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id, split_parallel_turn
 
 PIPELINE = Pipeline("responses", (
     Phase("resent", "over the input, before the view is read", (previous_response_items,)),
     # The structural rules but TM105 (a run of calls is one view entry already, and the turns the view keeps apart, each
     # run of reasoning and calls for adjacent profiles, are separate responses, which merging would leave with one
     # reasoning), then TM208 over the ids, with the Responses API's 64-character limit (RS-14).
-    Phase("view", "over the neutral view of the input", (
-        tool_result_without_id,
-        duplicate_call_id,
-        orphan_tool_message,
-        interleaved_message,
-        misplaced_tool_result,
-        duplicate_tool_result,
-        unanswered_tool_call,
-        long_call_id,
-    )),
+    Phase("view", "over the neutral view of the input", (*(rule for rule in STRUCTURAL if rule is not split_parallel_turn), long_call_id)),
     Phase("items", "over the items the view wrote back", (
         previous_response_unanswered,
         duplicate_item,
