@@ -108,3 +108,16 @@ def test_no_import_circle_in_proxy() -> None:
 
 def test_a_circle_is_found() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_dialect_package_imports_another() -> None:
+    """Dialect packages sit side by side: what two of them share lives in ``proxy/dialects/`` or ``proxy/repair/``."""
+    packages = {path.name for path in (PACKAGE / "dialects").iterdir() if (path / "__init__.py").exists()}
+    found = []
+    for module, targets in import_graph().items():
+        parts = module.split(".")
+        if parts[:2] == ["proxy", "dialects"] and len(parts) > 2 and parts[2] in packages:
+            found += [f"{module} -> {target}" for target in targets
+                      if target.split(".")[:2] == ["proxy", "dialects"] and len(target.split(".")) > 2
+                      and target.split(".")[2] in packages - {parts[2]}]
+    assert not found, "\n".join(found)

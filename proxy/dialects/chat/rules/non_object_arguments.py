@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.chat.rules.invalid_arguments import UNPARSED_KEY
+from proxy.repair.content import UNPARSED_KEY
 from proxy.repair.context import Context
 from proxy.repair.history import each_call
 from proxy.repair.rule import Rule

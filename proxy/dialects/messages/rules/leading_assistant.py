@@ -20,8 +20,8 @@ Good:
     {"role": "user", "content": "And tomorrow?"}
 """
 
-from proxy.dialects.chat.rules.leading_call_turn import OPENING_TEXT
 from proxy.dialects.messages.blocks import TEXT
+from proxy.repair.content import OPENING_TEXT
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 

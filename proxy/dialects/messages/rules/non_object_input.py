@@ -20,9 +20,9 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.chat.rules.invalid_arguments import UNPARSED_KEY
 from proxy.dialects.messages.blocks import is_tool_use
 from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
+from proxy.repair.content import UNPARSED_KEY
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
