@@ -72,7 +72,11 @@ def _repair_child(kind: str, times: int) -> None:
     import orjson
     import repair_bench as rb  # the checkout under measurement, found through the cwd
 
-    from proxy.repair import Policy, repair
+    from proxy.repair import Policy
+    try:
+        from proxy.dialects.chat.plan import repair
+    except ImportError:  # a checkout from before chat was a dialect package
+        from proxy.repair import repair  # type: ignore[attr-defined,no-redef]
     rng = random.Random(7)
     if kind == "chat":
         history, remembered = rb.broken_history(2000, rng)

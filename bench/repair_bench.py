@@ -34,7 +34,9 @@ from proxy.dialects.dialect import Dialect  # noqa: E402
 from proxy.dialects.messages.capture import turns_from_json as message_turns  # noqa: E402
 from proxy.dialects.responses.capture import turns_from_json  # noqa: E402
 from proxy.endpoint import LARGE_BODY_BYTES, collector_paused, heap_frozen  # noqa: E402
-from proxy.repair import Policy, get_profile, needs_repair, repair  # noqa: E402
+from proxy.dialects.chat.plan import needs_repair, repair  # noqa: E402
+from proxy.dialects.chat.profiles import get_profile  # noqa: E402
+from proxy.repair import Policy  # noqa: E402
 from proxy.turns import Turn  # noqa: E402
 
 TOOLS = ["weather", "time", "search", "read_file"]

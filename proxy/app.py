@@ -16,6 +16,7 @@ from proxy.access import Access
 from proxy.config import Settings
 from proxy.credentials import Carriers
 from proxy.dialects import DIALECTS, MESSAGES
+from proxy.dialects.chat.profiles import route_profile
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
 from proxy.forward import Upstream
@@ -27,7 +28,7 @@ from proxy.metrics import Metrics
 from proxy.observe import Observer
 from proxy.passthrough import pass_through
 from proxy.protocols import Protocols, protocol_of
-from proxy.repair import Policy, route_profile
+from proxy.repair import Policy
 from proxy.router import Router, UpstreamRoute
 from proxy.state import ProxyState
 from proxy.tenant import Tenancy

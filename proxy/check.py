@@ -15,15 +15,10 @@ from typing import Any, TextIO
 import orjson
 
 from proxy.dialects import CHAT, MESSAGES, RESPONSES, Dialect
-from proxy.dialects.messages import surrogates
-from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
-from proxy.dialects.messages.rules import refused_signature
-from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning, unknown_item
+from proxy.registry import CHAT_HOMES, entries
 from proxy.repair import Policy, Result
-from proxy.repair.catalog import all_rules, describe
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import calls_by_source, summarize_calls
-from proxy.repair.rule import Described
 
 #: ``--api``: the dialect that reads every document, or ``auto`` (by each document's shape).
 APIS: dict[str, Dialect] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES}
@@ -166,15 +161,10 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
 
 
 def list_rules(out: TextIO) -> int:
-    """Every rule: the chat rules (the structural ones run on every dialect's history), then the Responses API's
-    and Anthropic Messages' own."""
-    for doc in all_rules():
-        scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
+    """Every rule of the registry: chat's (the structural ones run on every dialect's history) with the profiles that run
+    them, then each other dialect's own, marked with its API."""
+    for entry in entries():
+        doc = entry.doc()
+        scope = f" [api: {entry.home}]" if entry.home not in CHAT_HOMES else f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
-    dialect_rules: tuple[tuple[str, tuple[Described, ...]], ...] = (("responses", (*ITEM_RULES, refused_reasoning, unknown_item)),
-                                                                    ("messages", (*MESSAGES_RULES, surrogates, refused_signature)))
-    for api, rules in dialect_rules:
-        for doc in (describe(rule) for rule in rules):
-            out.write(f"{doc.code}  {doc.name} [api: {api}]  ({', '.join(doc.answers)})\n    {doc.summary}\n")
     return 0
-

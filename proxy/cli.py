@@ -10,8 +10,9 @@ from typing import Any
 
 from proxy import __version__, logs
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, flag, load
+from proxy.dialects.chat.profiles import PROFILES
 from proxy.metrics import MULTIPROCESS_ENV
-from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy
+from proxy.repair import ORPHAN_POLICIES, Policy
 from proxy.repair.findings import THINKING_POLICIES
 
 #: Seconds in-flight requests and streams get to finish after SIGTERM before the server exits.

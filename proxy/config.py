@@ -13,12 +13,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from proxy.credentials import header_names, key_list
+from proxy.dialects.chat.profiles import PROFILES
 from proxy.egress import Egress, from_environment
 from proxy.logs import LOG_FORMATS
 from proxy.memory import check_url as check_memory_url
 from proxy.memory import default_url as default_memory_url
 from proxy.memory import redact as redact_memory_url
-from proxy.repair import ORPHAN_POLICIES, PROFILES, OrphanPolicy
+from proxy.repair import ORPHAN_POLICIES, OrphanPolicy
 from proxy.repair.findings import THINKING_POLICIES, ThinkingPolicy
 from proxy.routes import RouteError, RouteSpec, load_routes
 from proxy.tenant import TENANT_SCOPES, NamedTenant

@@ -15,10 +15,10 @@ from urllib.parse import unquote_to_bytes
 
 from starlette.responses import Response
 
+from proxy.dialects.chat.profiles import model_profile
 from proxy.errors import Render, error_response
 from proxy.forward import RawHeaders, Upstream
 from proxy.repair import Profile
-from proxy.repair.profiles import model_profile
 from proxy.tenant import Tenancy
 
 VERSION = b"/v1"

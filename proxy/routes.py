@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from proxy.credentials import key_list
-from proxy.repair import PROFILES
+from proxy.dialects.chat.profiles import PROFILES
 from proxy.tenant import NamedTenant
 
 PREFIX = re.compile(r"/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*")

@@ -1,8 +1,8 @@
 """The wire protocols toolmend repairs, one package each, behind one seam (``dialect.py``).
 
 Adding a protocol is adding a package that implements ``Dialect`` (its view of the history, its capture,
-profiles, errors and own rules) and naming it here; the request path, memory, metrics and the structural
-rules are shared.
+profiles, errors, and its pipeline: every rule it runs, by phase, in ``rules/__init__.py``) and naming it here; the
+request path, memory, metrics, the structural rules and the rule registry (``proxy/registry.py``) are shared.
 """
 
 from proxy.dialects.chat import CHAT

@@ -24,7 +24,8 @@ from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result
 from proxy.repair.findings import Finding, Policy
-from proxy.repair.profiles import Profile
+from proxy.repair.pipeline import Pipeline
+from proxy.repair.profile import Profile
 from proxy.repair.rules import orphan_tool_message
 from proxy.turns import Dialect as DialectName
 from proxy.turns import Turn, dialect_of
@@ -85,6 +86,12 @@ class Dialect(Protocol):
 
     @property
     def capture(self) -> Capture: ...
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """Every rule its requests go through, by phase, in order (its ``rules/__init__.py``): what its plan runs and the
+        registry (``proxy/registry.py``) lists."""
+        ...
 
     @property
     def error(self) -> Render:

@@ -1,7 +1,8 @@
 """The rules as documentation: code, name, provider ids, summary and the Bad/Good example of each.
 
 The examples live in each rule's docstring (one JSON message per line); the tests run every one of them
-through the engine, and ``toolmend check --list-rules`` prints the table the README carries.
+through the engine, and ``toolmend check --list-rules`` prints the table the README carries. Which rules exist, and
+where each runs, is the registry's (``proxy/registry.py``).
 """
 
 from dataclasses import dataclass, field
@@ -9,9 +10,7 @@ from typing import Any
 
 import orjson
 
-from proxy.repair.profiles import PROFILES
-from proxy.repair.rule import Described, RepairRule
-from proxy.repair.rules import FINAL, UNIVERSAL
+from proxy.repair.rule import Described
 
 #: A rule's docstring: the broken history (``Bad:``), what memory holds (``Recalled:``), the repaired history
 #: (``Good:``), one JSON value a line; and, where the rule depends on them, the request's other fields (``Request:``).
@@ -54,11 +53,3 @@ def describe(rule: Described, profiles: tuple[str, ...] = ()) -> RuleDoc:
         good=good,
         profiles=profiles,
     )
-
-
-def all_rules() -> list[RuleDoc]:
-    users: dict[RepairRule, list[str]] = {}
-    for name, profile in PROFILES.items():
-        for rule in profile.rules:
-            users.setdefault(rule, []).append(name)
-    return [describe(rule) for rule in (*UNIVERSAL, *FINAL)] + [describe(rule, tuple(names)) for rule, names in users.items()]

@@ -1,8 +1,15 @@
-"""Reading message content that arrives as a string, a list of parts, an object or null."""
+"""Reading message content that arrives as a string, a list of parts, an object or null; and what the rules of
+every dialect write into content alike."""
 
 from typing import Any
 
 import orjson
+
+#: The key under which argument text that is no JSON object is kept, verbatim (chat's TM203, TM309; Messages' TM503).
+UNPARSED_KEY = "_toolmend_unparsed_arguments"
+
+#: The user turn put in front of a history that may not open with the model's turn (chat's TM308, Messages' TM515).
+OPENING_TEXT = "(earlier conversation omitted)"
 
 
 def is_text_part(part: Any) -> bool:

@@ -1,19 +1,14 @@
 """The working state one repair pass shares between the rules."""
 
-from __future__ import annotations
-
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proxy.repair.cancel import Cancel
-from proxy.repair.findings import CallSource, Finding, Policy, bounded
+from proxy.repair.findings import CallSource, Finding, Policy, Rule, bounded
 from proxy.repair.history import Message
-from proxy.repair.rule import Rule
+from proxy.repair.profile import Profile
 from proxy.turns import Turn
-
-if TYPE_CHECKING:
-    from proxy.repair.profiles import Profile
 
 #: The remembered turns a repair was handed: call id -> the turn that declared it (ids not found are absent).
 Recalled = Mapping[str, Turn]

@@ -1,4 +1,4 @@
-"""What the repair engine reports, and the knobs a user turns."""
+"""What the repair engine reports (each finding under its rule's identity), and the knobs a user turns."""
 
 from collections import Counter
 from collections.abc import Collection, Iterable
@@ -53,6 +53,15 @@ def listed(names: Collection[str]) -> str:
 def bounded(detail: str) -> str:
     """``detail`` cut to ``DETAIL_CHARS`` characters (what a finding keeps)."""
     return detail if len(detail) <= DETAIL_CHARS else f"{detail[:DETAIL_CHARS]}..."
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule's stable identity: its code (``TM101``), its name and the provider rules it answers."""
+
+    code: str
+    name: str
+    answers: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

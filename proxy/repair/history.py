@@ -51,15 +51,7 @@ def calls_of(message: Message) -> list[Any]:
 
 def declared_ids(message: Message) -> list[str]:
     """The call ids an assistant message declares, in order."""
-    ids = []
-    calls = message.get("tool_calls")
-    if type(calls) is list:  # calls_of
-        for call in calls:  # call_id, written out: this runs for every call turn of the rules that pair calls and results
-            if type(call) is dict:
-                cid = call.get("id")
-                if type(cid) is str and cid:
-                    ids.append(cid)
-    return ids
+    return [cid for call in calls_of(message) if (cid := call_id(call)) is not None]
 
 
 def result_id(message: Message) -> str | None:
@@ -68,15 +60,13 @@ def result_id(message: Message) -> str | None:
 
 
 def all_declared_ids(messages: list[Message]) -> set[str]:
-    # is_call_turn's list test only: an empty list declares nothing either
-    return {cid for message in messages if type(message) is dict and message.get("role") == "assistant" for cid in declared_ids(message)}
+    return {cid for message in messages if is_assistant(message) for cid in declared_ids(message)}
 
 
 def block_end(messages: list[Message], turn_index: int) -> int:
     """The index just past the tool block that follows the call turn at ``turn_index``."""
     end = turn_index + 1
-    count = len(messages)
-    while end < count and type(message := messages[end]) is dict and message.get("role") == "tool":  # is_tool, written out
+    while end < len(messages) and is_tool(messages[end]):
         end += 1
     return end
 
@@ -93,19 +83,9 @@ def orphan_call_ids(messages: Any) -> list[str]:
     """
     if type(messages) is not list:
         return []
-    # One pass: all_declared_ids, and result_id of every is_tool message, written out (this runs on every repair).
-    declared: set[str] = set()
-    results: list[str] = []
-    for message in messages:
-        if type(message) is dict:
-            role = message.get("role")
-            if role == "tool":
-                rid = message.get("tool_call_id")
-                if type(rid) is str and rid:
-                    results.append(rid)
-            elif role == "assistant":
-                declared.update(declared_ids(message))
-    return list(dict.fromkeys(rid for rid in results if rid not in declared))
+    declared = all_declared_ids(messages)
+    return list(dict.fromkeys(rid for message in messages if is_tool(message) and (rid := result_id(message)) is not None
+                              and rid not in declared))
 
 
 def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:

@@ -17,8 +17,9 @@ import pytest
 
 from proxy.app import create_app
 from proxy.config import Settings
+from proxy.dialects.chat.plan import plan, repair
 from proxy.dialects.messages import MESSAGES
-from proxy.repair import Policy, plan, repair
+from proxy.repair import Policy
 from tests.support.messages_agent import Wire
 from tests.support.messages_upstream import make_messages_upstream
 from tests.support.messages_validator import ServerState, violations

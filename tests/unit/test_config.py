@@ -152,7 +152,7 @@ def test_nan_durations_are_refused(name, flag):
     ],
 )
 def test_profile_is_detected_from_the_upstream_host(upstream, expected):
-    from proxy.repair import route_profile
+    from proxy.dialects.chat.profiles import route_profile
 
     assert route_profile(upstream, "auto")[0].name == expected
 

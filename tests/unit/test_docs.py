@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.repair.catalog import all_rules
+from proxy.registry import rule_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -61,7 +61,7 @@ def cited_ids() -> dict[str, str]:
     that names an id of the universal (S*), extra (E-*) or a provider family the catalogue defines."""
     families = sorted({rid.split("-")[0] for rid in defined_ids() if re.fullmatch(r"[A-Z]+-\d+", rid)})
     pattern = re.compile(rf"\b(S\d{{1,2}}|E-[A-Z0-9]+(?:-[A-Z0-9]+)*|(?:{'|'.join(families)})-\d+)\b")
-    cited = {rid: f"RULE of {doc.code}" for doc in all_rules() for rid in doc.answers}
+    cited = {rid: f"RULE of {doc.code}" for doc in rule_docs("chat") for rid in doc.answers}
     for path in repository_files():
         relative = path.relative_to(ROOT)
         if relative.parts[0] in ("proxy", "tests", "bench") or relative == Path("README.md") or (
@@ -91,7 +91,7 @@ def test_every_cited_rule_id_is_defined_in_the_catalogue() -> None:
 def test_the_catalogue_names_the_repairs_that_answer_each_merged_rule() -> None:
     # Sections 0 and 3 say, per universal rule (S*), extra (E-*) and BASE, which toolmend rules answer it.
     answered: dict[str, set[str]] = {}
-    for doc in all_rules():
+    for doc in rule_docs("chat"):
         for rid in doc.answers:
             answered.setdefault(rid, set()).add(doc.code)
     sections = re.split(r"^#{2,4} ", RULES_DOC.read_text(), flags=re.MULTILINE)

@@ -9,11 +9,8 @@ import pytest
 
 from proxy import cli
 from proxy.config import SERVE_OPTIONS
-from proxy.dialects.messages import surrogates
-from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
-from proxy.dialects.messages.rules import refused_signature
-from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning, unknown_item
-from proxy.repair.catalog import RuleDoc, all_rules, describe
+from proxy.registry import entries
+from proxy.repair.catalog import RuleDoc
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -31,9 +28,8 @@ def rule_rows(text: str) -> dict[str, str]:
 
 
 def known_rules() -> list[RuleDoc]:
-    """Every rule the code has, shared and of each dialect."""
-    dialect_rules = [describe(rule) for rule in (*ITEM_RULES, *MESSAGES_RULES, surrogates, refused_signature, refused_reasoning, unknown_item)]
-    return [*all_rules(), *dialect_rules]
+    """Every rule the code has, shared and of each dialect: the registry's."""
+    return [entry.doc() for entry in entries()]
 
 
 def test_every_rule_has_a_row_with_its_name_and_provider_ids() -> None:

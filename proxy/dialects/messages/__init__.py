@@ -21,7 +21,7 @@ from proxy.dialects.messages.capture import CAPTURE
 from proxy.dialects.messages.errors import anthropic_error
 from proxy.dialects.messages.plan import MessagesPlan, plan, retried
 from proxy.dialects.messages.profiles import messages_profile
-from proxy.dialects.messages.rules import refused_signature
+from proxy.dialects.messages.rules import PIPELINE, refused_signature
 from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
 
@@ -35,6 +35,7 @@ class MessagesDialect(ListHistory):
     history_key = "messages"
     history_entries = "messages and their content blocks"
     capture = CAPTURE
+    pipeline = PIPELINE
     #: A 400 refusing a thinking signature (AM-14): sent once more without its thinking (TM513).
     refusal_fixes = (RefusalFix(refused_signature.refused, retried,
                                 Blobs(refused_signature.carried, refused_signature.recall_keys, refused_signature.minted)),)

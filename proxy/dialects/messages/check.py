@@ -8,7 +8,8 @@ Results are judged by position, as Anthropic judges them: each ``tool_use`` answ
 ``tool_result`` blocks of the user messages right after its assistant message, once.
 
 It also marks the messages a rule that edits one message at a time (TM502-TM509) may change, so that the repair
-runs those rules over them alone (and over the messages the view rebuilt, of which ``may_change`` tells). A mark
+runs those rules over them alone (and over the messages the view rebuilt, of which ``may_change`` tells, asking each
+rule's own edit: it runs on a repair only, so it need not be fused). A mark
 may say more than ``broken`` (a ``tool_use`` in a user message with text input, a block without ``type`` that
 carries ``index``, an empty text inside an assistant message's ``tool_result``): the check lets those requests
 through, since Anthropic takes them, but a repair that runs for another reason mends them too.
@@ -19,9 +20,21 @@ from typing import Any
 
 from proxy.dialects.ids import all_id_characters
 from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
-from proxy.dialects.messages.rules import altered_thinking, empty_text, empty_thinking, system_message, thinking, unsigned_thinking
-from proxy.dialects.messages.view import blocks_of
-from proxy.repair.profiles import Profile
+from proxy.dialects.messages.rules import (
+    altered_thinking,
+    content_after_tool_use,
+    empty_text,
+    empty_thinking,
+    non_object_input,
+    stream_keys,
+    system_message,
+    thinking,
+    thinking_not_first,
+    trailing_thinking,
+    unsigned_thinking,
+)
+from proxy.dialects.messages.view import blocks_of, is_message
+from proxy.repair.profile import Profile
 
 #: THINKING_TYPES as a tuple: a ``type`` that is not a string (a list) is simply not in it (a set would raise).
 _THINKING = (THINKING, REDACTED_THINKING)
@@ -178,51 +191,19 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     return found
 
 
+#: How each Messages rule that edits one message at a time (``rules/edit.py``) edits a message; TM506's comes apart, as
+#: only some profiles run it.
+_EDITS = (stream_keys.edited, non_object_input.edited, empty_text.edited, empty_thinking.edited, trailing_thinking.edited,
+          content_after_tool_use.edited, thinking_not_first.edited)
+
+
 def may_change(message: Any, strips_unsigned: bool) -> bool:
-    """Whether a Messages rule that edits one message at a time (TM502-TM509, TM506 when ``strips_unsigned``) may
-    change ``message``: the repair asks it of the messages the view rebuilt, the check having judged the others.
-    The tests are written out, each naming the rule whose predicate it mirrors."""
-    # view.is_message, inlined
-    if type(message) is not dict or message.get("role") not in ("user", "assistant"):
+    """Whether a Messages rule that edits one message at a time (TM502-TM509, TM506 when ``strips_unsigned``) would
+    change ``message``, each asked by its own edit: the repair asks it of the messages the view rebuilt, the check
+    having judged the others. A message no rule changes as it is stays as it is, so no rule after another can either."""
+    if not is_message(message):
         return False
-    content = message.get("content")
-    if type(content) is not list:
-        return content == ""  # TM504 (a string content has no blocks to edit)
-    assistant = message["role"] == "assistant"
-    first = content[0] if content else None
-    thinking_first = type(first) is dict and first.get("type") in _THINKING  # blocks.is_thinking
-    calls = False
-    for block in content:
-        if type(block) is not dict:
-            if assistant and calls:
-                return True  # TM508
-            continue
-        if "index" in block:
-            return True  # TM502 (stream_keys.has_stream_keys)
-        kind = block.get("type")
-        if kind == "tool_use":
-            if type(block.get("input")) is not dict:
-                return True  # TM503 (non_object_input.bad_input)
-            calls = True
-            continue
-        if kind == "text":
-            if block.get("text") == "":
-                return True  # TM504 (empty_text.is_empty_text)
-        elif kind == "tool_result" and type(block.get("content")) is list and empty_text.empty_inside(block):
-            return True  # TM504 (a string content has no text block inside)
-        if not assistant:
-            continue
-        if calls:
-            return True  # TM508: content after a call
-        if kind == "thinking" or kind == "redacted_thinking":
-            if not thinking_first:
-                return True  # TM509
-            if kind == "thinking":
-                signature = block.get("signature")
-                if (type(signature) is not str or not signature) and (block.get("thinking") == "" or strips_unsigned):
-                    return True  # TM505 (empty_thinking.is_empty_thinking), TM506 (unsigned_thinking.is_unsigned)
-    last = content[-1] if content else None
-    return assistant and type(last) is dict and last.get("type") in _THINKING  # TM507
+    return any(edit(0, message) is not None for edit in _EDITS) or (strips_unsigned and unsigned_thinking.edited(0, message) is not None)
 
 
 def _signed_calls(latest: dict[str, Any]) -> list[str]:

@@ -4,14 +4,14 @@
 runs the structural rules every dialect shares (and TM501) with the remembered turns in hand, writes the view
 back into messages, runs the Messages rules over them (``rules/``, the profile's among them), and answers with
 the request body holding the new messages, without ``thinking`` when a rule turned it off for this request
-(TM510, policy ``drop``). Every finding names the position of the message as the client sent it.
+(TM510, policy ``drop``). The phases and their order are ``rules/__init__.py``'s. Every finding names the position of the message as the client sent it.
 
 The Messages rules that edit one message at a time visit only the pending messages (``rules/edit.py``): the
 client's own that the check marked, and those the view rebuilt that ``check.may_change`` flags; a long history
 whose repair touches a few hundred messages is not walked once per rule.
 
 ``retried`` answers the upstream rather than the client: when it refused a thinking signature (AM-14), what was
-sent goes through TM513 and TM510 (``RETRY_RULES``) to be sent once more; its findings name positions in that body.
+sent goes through the ``retry`` phase (TM513, TM510) to be sent once more; its findings name positions in that body.
 """
 
 from dataclasses import dataclass
@@ -19,18 +19,7 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.messages.check import inspect, may_change
-from proxy.dialects.messages.rules import (
-    BLOCK_RULES,
-    THINKING_RULES,
-    altered_thinking,
-    leading_assistant,
-    refused_signature,
-    system_message,
-    thinking,
-    thinking_required,
-    tool_use_id,
-    unsigned_thinking,
-)
+from proxy.dialects.messages.rules import PIPELINE, altered_thinking, refused_signature, system_message, thinking, unsigned_thinking
 from proxy.dialects.messages.rules.edit import Pending
 from proxy.dialects.messages.view import View, read, view_turn, write
 from proxy.dialects.refusal import EVERY, Leaving, Refusing
@@ -38,14 +27,8 @@ from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
-from proxy.repair.profiles import Profile
-from proxy.repair.rule import RepairRule
-from proxy.repair.rules import STRUCTURAL, empty_history
+from proxy.repair.profile import Profile
 from proxy.turns import dialect_of
-
-#: The structural rules, in the order chat runs them (TM105 merges consecutive assistant messages that each hold
-#: part of the calls), then TM501 over every id they declared. TM208 is not run: no id length rule is known.
-VIEW_RULES: tuple[RepairRule, ...] = (*STRUCTURAL, tool_use_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +53,11 @@ class MessagesPlan:
         ctx = Pending(view.entries, remembered, policy, self.profile, view.origin, self.body)
         ctx.tools = _client_tools(self.body.get("tools"))  # the rules read the client's tools, not the server tools
         ctx.cancel = cancel
-        if refused(ctx, VIEW_RULES):
+        if refused(ctx, PIPELINE.run("view", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view), turns
         ctx.pending = self._pending(ctx.messages, view)
-        if refused(ctx, (*BLOCK_RULES, *self.profile.rules, *THINKING_RULES, leading_assistant, empty_history)):
+        if refused(ctx, PIPELINE.run("messages", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
@@ -113,11 +96,6 @@ def _client_tools(tools: Any) -> list[dict[str, Any]]:
             if type(tool) is dict and type(tool.get("name")) is str and tool.get("type", "custom") == "custom"]
 
 
-#: What a body the upstream refused for a thinking signature goes through before it is sent again: TM513 removes the
-#: thinking, then TM510 turns ``thinking`` off for the request when the final tool turn no longer starts with it.
-RETRY_RULES: tuple[RepairRule, ...] = (refused_signature, thinking_required)
-
-
 def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving = EVERY) -> Result | None:
     """The body to send once more after the upstream refused a thinking signature in ``body`` (what was sent: the
     repaired body, or the client's), with the findings; None when there was no thinking to remove, or under thinking
@@ -127,7 +105,8 @@ def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Lea
         return None
     ctx = Refusing(list(messages), {}, policy, profile, request=body)
     ctx.leaving = leaving
-    if refused(ctx, RETRY_RULES) or not any(finding.code == refused_signature.RULE.code for finding in ctx.findings):
+    # TM513 removes the thinking, then TM510 turns ``thinking`` off when the final tool turn no longer starts with it.
+    if refused(ctx, PIPELINE.run("retry", profile.name)) or not any(finding.code == refused_signature.RULE.code for finding in ctx.findings):
         return None
     return Result(thinking.sent(body, ctx.messages, ctx.findings), tuple(ctx.findings))
 

@@ -15,15 +15,15 @@ No length rule is known for ``tool_use`` ids, so the chat id-length rule (TM208)
 
 import sys
 
-from proxy.dialects.messages.rules import system_message, unsigned_thinking
-from proxy.repair.profiles import Profile
+from proxy.dialects.messages.rules import PIPELINE
+from proxy.repair.profile import Profile
 
-ANTHROPIC = Profile("anthropic", "Anthropic's Messages API: unsigned thinking removed (AM-15)", (unsigned_thinking,),
+ANTHROPIC = Profile("anthropic", "Anthropic's Messages API: unsigned thinking removed (AM-15)", PIPELINE.profile_rules("anthropic"),
                     adjacent_results=True, max_id_length=sys.maxsize)
 COMPATIBLE = Profile("deepseek", "Kimi and DeepSeek Anthropic-compatible endpoints: their unsigned thinking kept, system messages folded",
-                     (system_message,), adjacent_results=True, max_id_length=sys.maxsize)
+                     PIPELINE.profile_rules("deepseek"), adjacent_results=True, max_id_length=sys.maxsize)
 ZAI = Profile("zai", "Z.AI's Anthropic-compatible endpoint: unsigned thinking kept, system messages folded",
-              (system_message,), adjacent_results=True, max_id_length=sys.maxsize)
+              PIPELINE.profile_rules("zai"), adjacent_results=True, max_id_length=sys.maxsize)
 
 _COMPATIBLE = {profile.name: profile for profile in (COMPATIBLE, ZAI)}
 

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from proxy.dialects.capture import MAX_ENTRIES
-from proxy.dialects.messages.blocks import REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_use, tool_use_id_of
+from proxy.dialects.messages.blocks import TEXT, TOOL_RESULT, TOOL_USE, is_thinking, is_tool_result, is_tool_use, tool_use_id_of
 from proxy.repair.history import Message
 from proxy.turns import Turn
 
@@ -45,10 +45,6 @@ RECALLED = "\x00recalled"
 #: rules attach to it (the client kept the text, dropped the calls). Otherwise ``content`` holds the blocks after
 #: the last call (AM-3), written after the calls.
 LEAD = "\x00lead"
-
-#: THINKING_TYPES as a tuple: a ``type`` that is not a string (a list) is simply not in it (a set would raise).
-_THINKING = (THINKING, REDACTED_THINKING)
-
 
 @dataclass(slots=True)
 class View:
@@ -98,49 +94,30 @@ def read(messages: list[Any]) -> View:
     An assistant message is one entry, or two when it calls tools and opens with thinking: that thinking opens a
     new answer of the model, so it is an entry of its own (without calls) and no rule merges the message into the
     turn before it (TM105 would join two answers' thinking in one message, which Anthropic refuses in the latest,
-    AM-13). A user message is an entry per ``tool_result`` and per run of other blocks. This runs over every
-    block of the request, so the helpers are written out: each test names the one it mirrors."""
+    AM-13). A user message is an entry per ``tool_result`` and per run of other blocks."""
     view = View(messages)
     origin, read_blocks, out = view.origin, view.read_blocks, view.entries
     entry: Message
     for index, message in enumerate(messages):
         origin[id(message)] = index
-        # is_message, then blocks_of
-        role = message.get("role") if type(message) is dict else None
-        content = message.get("content") if role == "assistant" or role == "user" else None
-        if type(content) is str:
-            blocks: list[Any] = [{"type": TEXT, "text": content}]
-            if role == "user":  # what the user branch below makes of one text block: one user entry
-                read_blocks.append(blocks)
-                entry = {"role": "user", "content": [blocks[0]], NATIVE: message}
-                origin[id(entry)] = index
-                out.append(entry)
-                continue
-        elif type(content) is list:
-            blocks = content
-        else:
+        if not is_message(message):
             read_blocks.append([])
             item: Message = {"role": "item", "content": None, NATIVE: message}
             origin[id(item)] = index
             out.append(item)
             continue
+        blocks = blocks_of(message)
         read_blocks.append(blocks)
-        if role == "assistant":
+        if message["role"] == "assistant":
             opening = 0
-            count = len(blocks)
-            while opening < count and type(block := blocks[opening]) is dict and block.get("type") in _THINKING:  # is_thinking
+            while opening < len(blocks) and is_thinking(blocks[opening]):
                 opening += 1
             calls: list[dict[str, Any]] = []
             pending: list[Any] = []  # the blocks since the last call
-            for block in islice(blocks, opening, None) if opening else blocks:
-                if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use, then view_call
-                    cid, name = block.get("id"), block.get("name")
-                    call: dict[str, Any] = {"id": cid if type(cid) is str else None, "type": "function",
-                                            "function": {"name": name if type(name) is str else None, "arguments": "{}"}, NATIVE: block}
-                    if pending:
-                        call[BEFORE] = pending
-                        pending = []
-                    calls.append(call)
+            for block in islice(blocks, opening, None):
+                if is_tool_use(block):
+                    calls.append(view_call(block, pending))
+                    pending = []
                 else:
                     pending.append(block)
             if calls:
@@ -157,9 +134,9 @@ def read(messages: list[Any]) -> View:
         run: list[Any] | None = None
         first = len(out)
         for block in blocks:
-            if type(block) is dict and block.get("type") == TOOL_RESULT:  # is_tool_result, then tool_use_id_of
+            if is_tool_result(block):
                 entry = {"role": "tool", "content": block.get("content"), NATIVE: block}
-                if type(cid := block.get("tool_use_id")) is str:
+                if (cid := tool_use_id_of(block)) is not None:
                     entry["tool_call_id"] = cid
                 run = None
             elif run is None:
@@ -185,7 +162,7 @@ def view_turn(turn: Turn) -> Turn:
     calls: list[dict[str, Any]] = []
     before: list[Any] = []
     for block in islice(turn.get("blocks", ()), MAX_ENTRIES):
-        if type(block) is dict and block.get("type") == TOOL_USE:  # is_tool_use
+        if is_tool_use(block):
             call = view_call(block, before)
             call[RECALLED] = True
             calls.append(call)

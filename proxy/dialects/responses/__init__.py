@@ -17,7 +17,7 @@ from proxy.dialects.dialect import Blobs, Facts, ListHistory, RefusalFix, reject
 from proxy.dialects.responses.capture import CAPTURE
 from proxy.dialects.responses.plan import ResponsesPlan, plan, retried, retried_unknown
 from proxy.dialects.responses.profiles import responses_profile
-from proxy.dialects.responses.rules import refused_reasoning, unknown_item
+from proxy.dialects.responses.rules import PIPELINE, refused_reasoning, unknown_item
 from proxy.errors import error_response
 from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
@@ -29,6 +29,7 @@ class ResponsesDialect(ListHistory):
     history_key = "input"
     history_entries = "input items and their content parts"
     capture = CAPTURE
+    pipeline = PIPELINE
     #: A 400 saying encrypted content could not be verified (RS-11): sent once more without that reasoning (TM408).
     #: A 404 naming an item id the server does not know (RS-8): sent once more without that item, or its id (TM409).
     refusal_fixes = (RefusalFix(refused_reasoning.refused, retried,

@@ -16,7 +16,7 @@ from proxy.dialects.ids import all_id_characters
 from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES, call_id_of
 from proxy.dialects.responses.rules import bad_item_id, dangling_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 
 
 @dataclass(slots=True)

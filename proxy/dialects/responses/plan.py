@@ -7,8 +7,8 @@ rules over those items, and answers with the request body holding the new input.
 position of the item as the client sent it.
 
 ``retried`` answers the upstream rather than the client: when it could not verify the encrypted content of some
-reasoning (RS-11), what was sent goes through TM408, TM405 and TM406 (``RETRY_RULES``) to be sent once more; its
-findings name positions in that body. ``retried_unknown`` does the same with TM409 for an item id it did not know
+reasoning (RS-11), what was sent goes through the ``retry`` phase (TM408, TM405, TM406) to be sent once more; its
+findings name positions in that body. ``retried_unknown`` does the same with ``retry-unknown`` (TM409 first) for an item id it did not know
 (RS-8).
 """
 
@@ -20,28 +20,14 @@ from proxy.dialects.dialect import viewed
 from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.dialects.responses.check import inspect
 from proxy.dialects.responses.items import call_id_of, is_call, is_output
-from proxy.dialects.responses.rules import (
-    AFTER_VIEW,
-    dangling_reasoning,
-    previous_response_items,
-    reasoning_required,
-    refused_reasoning,
-    unknown_item,
-)
+from proxy.dialects.responses.rules import PIPELINE, refused_reasoning
 from proxy.dialects.responses.rules.previous import previous_id
 from proxy.dialects.responses.view import is_reasoning, marks, read, view_turn, write
 from proxy.repair.cancel import Cancel
 from proxy.repair.context import Context, Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
-from proxy.repair.profiles import Profile
-from proxy.repair.rule import RepairRule
-from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id, split_parallel_turn
-
-#: The structural rules, then TM208 over the ids, with the Responses API's 64-character limit (RS-14). Not TM105:
-#: a run of calls is one view entry already, and the turns the view keeps apart (each run of reasoning and
-#: calls, for adjacent profiles) are separate responses, which merging would leave with one reasoning.
-VIEW_RULES: tuple[RepairRule, ...] = (*(rule for rule in STRUCTURAL if rule is not split_parallel_turn), long_call_id)
+from proxy.repair.profile import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +38,7 @@ class ResponsesPlan:
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         resent = Context(list(self.body["input"]), recalled, policy, self.profile, request=self.body)
-        previous_response_items.apply(resent)
+        refused(resent, PIPELINE.run("resent", self.profile.name))  # TM401 refuses nothing
         items = resent.messages
         view, origin = read(items, self._held_by_server(items, recalled), self.profile.adjacent_results)
         # The structural rules read remembered turns as they read the history: as the view.
@@ -60,10 +46,10 @@ class ResponsesPlan:
         remembered = viewed(recalled, "responses", partial(view_turn, held=held))
         ctx = Context(view, remembered, policy, self.profile, _as_sent(origin, items, resent), self.body)
         ctx.findings, ctx.cancel = resent.findings, cancel
-        if refused(ctx, VIEW_RULES):
+        if refused(ctx, PIPELINE.run("view", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, ctx.origin), recalled
-        if refused(ctx, (*AFTER_VIEW, empty_history)):
+        if refused(ctx, PIPELINE.run("items", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
@@ -88,13 +74,6 @@ def _as_sent(origin: dict[int, int], items: list[Any], resent: Context) -> dict[
     return {key: sent[index] for key, index in origin.items()}
 
 
-#: What a body the upstream refused for its reasoning's encrypted content goes through before it is sent again: TM408
-#: removes every reasoning item that carries encrypted content, TM405 deletes the server id of each item whose reasoning
-#: that removed (the input as sent says which, ``refused_reasoning.made_with``), TM406 drops reasoning left with nothing
-#: it produced (a safety net: the request was checked for that before it was sent).
-RETRY_RULES: tuple[RepairRule, ...] = (refused_reasoning, reasoning_required, dangling_reasoning)
-
-
 def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving = EVERY) -> Result | None:
     """The body to send once more after the upstream could not verify encrypted content in ``body`` (what was sent:
     the repaired body, or the client's), with what ``leaving`` says left out (every such reasoning, or some), and the
@@ -102,22 +81,21 @@ def retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Lea
     (the refusal then goes to the client)."""
     if policy.thinking != "drop":
         return None
-    return _retried(body, profile, policy, leaving, RETRY_RULES)
-
-
-#: What a body the upstream answered 404 for an item id it does not know (RS-8) goes through: TM409 drops that item or
-#: its id, then TM405 and TM406 as for TM408.
-UNKNOWN_RULES: tuple[RepairRule, ...] = (unknown_item, reasoning_required, dangling_reasoning)
+    # TM408 removes every reasoning item that carries encrypted content, TM405 deletes the server id of each item whose
+    # reasoning that removed (the input as sent says which, ``refused_reasoning.made_with``), TM406 drops reasoning left
+    # with nothing it produced (a safety net: the request was checked for that before it was sent).
+    return _retried(body, profile, policy, leaving, "retry")
 
 
 def retried_unknown(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving) -> Result | None:
     """The body to send once more after the upstream did not know an item id of ``body`` (``leaving.refusal`` names
     it), with the findings; None when no item has that id."""
-    return _retried(body, profile, policy, leaving, UNKNOWN_RULES)
+    return _retried(body, profile, policy, leaving, "retry-unknown")  # TM409 drops that item or its id, then TM405, TM406
 
 
-def _retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving, rules: tuple[RepairRule, ...]) -> Result | None:
-    """``body`` through ``rules`` (the first one answering the refusal), when that one changed something."""
+def _retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Leaving, phase: str) -> Result | None:
+    """``body`` through the pipeline's ``phase`` (its first rule answering the refusal), when that rule changed something."""
+    rules = PIPELINE.run(phase, profile.name)
     items = body.get("input")
     if type(items) is not list:
         return None

@@ -8,7 +8,7 @@ with each output right after its call is accepted by every server. Ids may be 64
 
 from functools import cache
 
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 
 MAX_ID_LENGTH = 64
 

@@ -20,7 +20,7 @@ Good:
 
 from proxy.repair.context import Context
 from proxy.repair.findings import shown
-from proxy.repair.history import Message, call_id, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, call_id, declared_ids, is_assistant, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM107", "duplicate-call-id", ("S4", "AN-3", "MI-3", "MM-2", "KI-5", "RS-23", "AM-6"))
@@ -51,17 +51,15 @@ def apply(ctx: Context) -> None:
 
 
 def _any_repeated(messages: list[Message]) -> bool:
-    """Whether some call id is declared twice (history.is_call_turn and call_id, written out: this runs over every
-    message, and almost always finds none). Until one is renamed the ids seen are the ids as written, so without a
+    """Whether some call id is declared twice. Until one is renamed the ids seen are the ids as written, so without a
     repeated one nothing is renamed, calls or results."""
     seen: set[str] = set()
     for m in messages:
-        if type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list:
-            for call in calls:
-                if type(call) is dict and type(cid := call.get("id")) is str and cid:
-                    if cid in seen:
-                        return True
-                    seen.add(cid)
+        if is_assistant(m):
+            for cid in declared_ids(m):
+                if cid in seen:
+                    return True
+                seen.add(cid)
     return False
 
 

@@ -22,7 +22,7 @@ Good:
 
 from proxy.repair.context import Context
 from proxy.repair.findings import listed
-from proxy.repair.history import declared_ids
+from proxy.repair.history import declared_ids, is_call_turn
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1", "RS-17", "AM-2"))
@@ -36,8 +36,7 @@ def apply(ctx: Context) -> None:
     position = 0
     while position < count:
         m = messages[position]
-        # history.is_call_turn, written out (this runs over every message)
-        if not (type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and calls):
+        if not is_call_turn(m):
             position += 1
             continue
         # The turn's reach (up to the next assistant message): its block of tool messages first, then the rest. Only

@@ -19,7 +19,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, is_call_turn, is_tool
+from proxy.repair.history import Message, declared_ids, is_assistant, is_call_turn, is_tool
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-1", "RS-3", "AM-2"))
@@ -27,20 +27,15 @@ RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
-    # The latest call turn declaring each id, and whether there is any tool message at all (one pass: it runs over
-    # every message; history.declared_ids written out).
+    # The latest call turn declaring each id, and whether there is any tool message at all (one pass).
     owner: dict[str, int] = {}
     any_result = False
     for m in messages:
-        if type(m) is dict:
-            role = m.get("role")
-            if role == "assistant":
-                if type(calls := m.get("tool_calls")) is list:
-                    for call in calls:
-                        if type(call) is dict and type(cid := call.get("id")) is str and cid:
-                            owner[cid] = id(m)
-            elif role == "tool":
-                any_result = True
+        if is_assistant(m):
+            for cid in declared_ids(m):
+                owner[cid] = id(m)
+        elif is_tool(m):
+            any_result = True
     if not owner or not any_result:
         return  # no result has a call to move to
     # identity of the owning call turn -> results to append to its block (looked up with None outside any block)

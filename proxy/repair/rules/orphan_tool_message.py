@@ -33,7 +33,7 @@ import orjson
 
 from proxy.repair.context import Context
 from proxy.repair.findings import listed
-from proxy.repair.history import Message, call_id, calls_of, is_assistant, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, call_id, calls_of, declared_ids, is_assistant, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 from proxy.turns import Turn, call_ids
 
@@ -43,20 +43,15 @@ RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-
 def apply(ctx: Context) -> None:
     messages = ctx.messages
     # One pass over the history: the latest call turn declaring each id, and every tool message with an id.
-    # The tests are history.declared_ids and is_tool with result_id, written out (hot loop).
     holders: dict[str, Message] = {}
     results: list[tuple[int, Message, str]] = []  # (position, tool message, its id)
     for position, m in enumerate(messages):
-        if type(m) is dict:
-            role = m.get("role")
-            if role == "tool":
-                rid = m.get("tool_call_id")
-                if type(rid) is str and rid:
-                    results.append((position, m, rid))
-            elif role == "assistant" and type(calls := m.get("tool_calls")) is list:
-                for call in calls:
-                    if type(call) is dict and type(cid := call.get("id")) is str and cid:
-                        holders[cid] = m
+        if is_tool(m):
+            if (rid := result_id(m)) is not None:
+                results.append((position, m, rid))
+        elif is_assistant(m):
+            for cid in declared_ids(m):
+                holders[cid] = m
     # Each orphan with its id (TM106 ran first: every tool message has one), in order.
     orphans = [result for result in results if result[2] not in holders]
     if not orphans:

@@ -28,11 +28,10 @@ RULE = Rule("TM105", "split-parallel-turn", ("S1", "MI-2", "MM-1"))
 
 
 def apply(ctx: Context) -> None:
-    # Where the first two call turns in a row stand (history.is_call_turn, written out: this runs over every
-    # message); most histories have none, and nothing before them changes.
+    # Where the first two call turns in a row stand; most histories have none, and nothing before them changes.
     previous = False
     for later, m in enumerate(ctx.messages):
-        current = type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and len(calls) > 0
+        current = is_call_turn(m)
         if current and previous:
             start = later - 1
             break

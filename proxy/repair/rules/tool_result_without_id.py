@@ -27,9 +27,7 @@ RULE = Rule("TM106", "tool-result-without-id", ("OAI-3", "AZ-5", "GR-3", "MI-4",
 
 
 def apply(ctx: Context) -> None:
-    # history.is_tool and result_id, written out (this runs over every message, and almost always finds none)
-    nameless = [(p, m) for p, m in enumerate(ctx.messages)
-                if type(m) is dict and m.get("role") == "tool" and not (type(rid := m.get("tool_call_id")) is str and rid)]
+    nameless = [(p, m) for p, m in enumerate(ctx.messages) if is_tool(m) and result_id(m) is None]
     if not nameless:
         return
     answered = {result_id(m) for m in ctx.messages if is_tool(m)}

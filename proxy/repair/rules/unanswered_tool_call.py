@@ -22,7 +22,7 @@ from collections.abc import Collection
 from typing import Any
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, is_tool, result_id
+from proxy.repair.history import Message, block_end, declared_ids, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2", "RS-1", "RS-2", "RS-18", "AM-1"))
@@ -42,30 +42,18 @@ def apply(ctx: Context) -> None:
     position = 0
     while position < count:
         m = messages[position]
-        # history.is_call_turn, written out (this runs over every message)
-        if not (type(m) is dict and m.get("role") == "assistant" and type(calls := m.get("tool_calls")) is list and calls):
+        if not is_call_turn(m):
             position += 1
             continue
         turn = position
-        # history.block_end, written out, gathering the ids the block answers. A list is searched faster than a set
-        # is built for the few results of a block; a long block, or one with an id that is no string (which a set
-        # may refuse: unhashable), gets the set the rule always built.
-        end = turn + 1
-        block: list[Any] = []
-        plain = True
-        while end < count and type(result := messages[end]) is dict and result.get("role") == "tool":
-            rid = result.get("tool_call_id")
-            if type(rid) is not str:
-                plain = False
-            block.append(rid)
-            end += 1
+        end = block_end(messages, turn)
+        # The ids the block answers. A list is searched faster than a set is built for the few results of a block; a
+        # long block, or one with an id that is no string (which a set may refuse: unhashable), gets the set the rule
+        # always built.
+        block = [messages[k].get("tool_call_id") for k in range(turn + 1, end)]
+        plain = all(type(rid) is str for rid in block)
         answered: Collection[Any] = block if plain and len(block) <= 8 else set(block)
-        missing = []
-        for call in calls:  # declared_ids, written out
-            if type(call) is dict:
-                cid = call.get("id")
-                if type(cid) is str and cid and cid not in answered and later.get(cid, -1) <= turn:
-                    missing.append(cid)
+        missing = [cid for cid in declared_ids(m) if cid not in answered and later.get(cid, -1) <= turn]
         if missing:
             out += messages[copied:end]
             copied = end

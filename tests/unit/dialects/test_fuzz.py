@@ -25,11 +25,12 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from proxy.dialects import MESSAGES, RESPONSES
+from proxy.dialects.chat.profiles import PROFILES
 from proxy.dialects.dialect import Dialect
 from proxy.dialects.messages.capture import turns_from_json as messages_turns
 from proxy.dialects.responses.capture import turns_from_json as responses_turns
 from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES
-from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy, Result
+from proxy.repair import ORPHAN_POLICIES, Policy, Result
 from proxy.turns import Turn, call_ids
 from tests.support.hypothesis_budget import examples
 from tests.support.proxy_fixtures import UPSTREAM, running_proxy

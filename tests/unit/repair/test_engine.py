@@ -5,7 +5,8 @@ import copy
 import pytest
 
 from proxy.config import Settings
-from proxy.repair import DEFAULT_PLACEHOLDER, Policy, orphan_call_ids, repair
+from proxy.dialects.chat.plan import repair
+from proxy.repair import DEFAULT_PLACEHOLDER, Policy, orphan_call_ids
 from proxy.repair.findings import calls_by_source, summarize_calls
 from tests.support.proxy_fixtures import running_proxy
 from tests.support.strict_upstream import Recorder
@@ -258,8 +259,8 @@ async def test_the_proxy_answers_400_and_forwards_nothing_when_a_repair_would_le
 def test_a_message_made_after_one_was_deleted_never_takes_the_deleted_one_s_position() -> None:
     # Findings locate messages by identity: a freed message's id can be handed to the next dict made, which then
     # inherited its position (found by a differential fuzz: TM301 reported at the wrong index).
+    from proxy.dialects.chat.profiles import get_profile
     from proxy.repair.context import Context
-    from proxy.repair.profiles import get_profile
 
     ctx = Context([{"role": "user", "content": str(n)} for n in range(50)], {}, Policy(), get_profile("openai"))
     del ctx.messages[:]

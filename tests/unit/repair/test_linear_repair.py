@@ -23,22 +23,15 @@ from proxy import endpoint
 from proxy.dialects import MESSAGES, RESPONSES
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.chat import CHAT
+from proxy.dialects.chat.profiles import get_profile
+from proxy.dialects.chat.rules import empty_assistant_message, malformed_message, mistral_role_bridge, tool_image_parts
 from proxy.dialects.dialect import Dialect
 from proxy.repair import Policy
 from proxy.repair.cancel import Cancel, Cancelled
 from proxy.repair.context import Context
 from proxy.repair.findings import DETAIL_CHARS, DETAIL_NAMES, listed, shown
-from proxy.repair.profiles import get_profile
 from proxy.repair.rule import RepairRule
-from proxy.repair.rules import (
-    duplicate_tool_result,
-    empty_assistant_message,
-    malformed_message,
-    mistral_role_bridge,
-    split_parallel_turn,
-    tool_image_parts,
-    unanswered_tool_call,
-)
+from proxy.repair.rules import duplicate_tool_result, split_parallel_turn, unanswered_tool_call
 from proxy.turns import Turn
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, AsgiCall, call_asgi, running_proxy

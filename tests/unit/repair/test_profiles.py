@@ -1,5 +1,5 @@
 """``--profile auto`` in front of an upstream whose host names no profile (a gateway, a local server): each request's
-model picks the profile, for every dialect alike (``proxy/repair/profiles.py`` owns the names, ``model_profile``).
+model picks the profile, for every dialect alike (``proxy/dialects/chat/profiles.py`` owns the names, ``model_profile``).
 A bare ``deepseek-v4-pro`` gets DeepSeek's rules on Chat Completions (reasoning_content, TM304), the Responses API
 (each output right after its call, RS-17) and Messages (unsigned thinking kept, system messages folded, TM514); a name
 the profiles do not claim, or one with an ``org/`` prefix, keeps the route's profile (``openai``); a host that names a
@@ -13,8 +13,8 @@ import orjson
 import pytest
 import respx
 
-from proxy.repair import profiles, route_profile
-from proxy.repair.profiles import MODELS_REMEMBERED, PROFILES, model_profile
+from proxy.dialects.chat import profiles
+from proxy.dialects.chat.profiles import MODELS_REMEMBERED, PROFILES, model_profile, route_profile
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, make_settings, running_proxy
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}

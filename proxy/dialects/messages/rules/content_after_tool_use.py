@@ -26,7 +26,8 @@ from proxy.repair.rule import Rule
 RULE = Rule("TM508", "content-after-tool-use", ("AM-3",))
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     first = next((k for k, block in enumerate(content) if is_tool_use(block)), None)
     if message["role"] != "assistant" or first is None:
@@ -39,4 +40,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

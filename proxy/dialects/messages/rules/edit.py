@@ -28,10 +28,6 @@ class Change:
     detail: str
 
 
-_ROLES = ("user", "assistant")
-_CONTENT = (str, list)
-
-
 class Pending(Context):
     """A repair context that knows which messages the Messages rules may change: ``pending`` holds their
     positions in ``messages``, ascending (None: any message). ``rewrite`` and ``remove`` keep it true as messages are
@@ -80,8 +76,7 @@ def rewrite(ctx: Context, rule: Rule, edit: Callable[[int, dict[str, Any]], Chan
     removed: set[int] = set()
     for position in positions:
         message = messages[position]
-        # is_message, written out: every rule that edits a message visits every pending one
-        if not (type(message) is dict and message.get("role") in _ROLES and type(message.get("content")) in _CONTENT):
+        if not is_message(message):
             continue
         change = edit(position, message)
         if change is None:

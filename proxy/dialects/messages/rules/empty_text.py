@@ -21,7 +21,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.messages.blocks import TEXT, TOOL_RESULT, block_type, is_tool_result
+from proxy.dialects.messages.blocks import TEXT, block_type, is_tool_result
 from proxy.dialects.messages.rules.edit import Change, rewrite
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -46,17 +46,14 @@ def _cleaned(block: Any) -> Any:
     return {**block, "content": inner} if inner else {key: value for key, value in block.items() if key != "content"}
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = message["content"]
     if content == "":
         return Change([], "removed", "content was an empty string")
     if type(content) is not list:
         return None
-    empty = 0
-    for block in content:  # is_empty_text or empty_inside, their type tests written out (runs over every pending block)
-        if type(block) is dict and (((kind := block.get("type")) == TEXT and block.get("text") == "")
-                                    or (kind == TOOL_RESULT and type(block.get("content")) is list and empty_inside(block))):
-            empty += 1
+    empty = sum(1 for block in content if is_empty_text(block) or empty_inside(block))
     if not empty:
         return None
     kept = [_cleaned(block) for block in content if not is_empty_text(block)]
@@ -64,4 +61,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

@@ -32,7 +32,8 @@ def is_empty_thinking(block: Any) -> bool:
     return block_type(block) == THINKING and block.get("thinking") == "" and is_unsigned(block)
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     if message["role"] != "assistant" or not any(is_empty_thinking(block) for block in content):
         return None
@@ -41,4 +42,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

@@ -21,9 +21,9 @@ Good:
 """
 
 from proxy.dialects.messages.blocks import TEXT
+from proxy.repair.content import OPENING_TEXT
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
-from proxy.repair.rules.leading_call_turn import OPENING_TEXT
 
 RULE = Rule("TM515", "leading-assistant", ("S12",))
 

@@ -22,9 +22,9 @@ import orjson
 
 from proxy.dialects.messages.blocks import is_tool_use
 from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
+from proxy.repair.content import UNPARSED_KEY
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
-from proxy.repair.rules.invalid_arguments import UNPARSED_KEY
 
 RULE = Rule("TM503", "non-object-input", ("AM-8",))
 
@@ -46,7 +46,8 @@ def as_object(value: Any) -> dict[str, Any]:
     return {UNPARSED_KEY: orjson.dumps(value).decode()}
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     bad = [block for block in content if bad_input(block)]
     if not bad:
@@ -57,4 +58,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

@@ -32,7 +32,8 @@ def has_stream_keys(block: Any) -> bool:
     return type(block) is dict and not STREAM_KEYS.isdisjoint(block)
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     stray = [block for block in content if has_stream_keys(block)]
     if not stray:
@@ -42,4 +43,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

@@ -22,7 +22,7 @@ from typing import Any
 from proxy.dialects.messages.blocks import TEXT
 from proxy.dialects.messages.rules.edit import Pending, remove
 from proxy.repair.context import Context
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM514", "system-message", ("OT-1",))

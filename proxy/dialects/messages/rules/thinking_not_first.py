@@ -28,7 +28,8 @@ from proxy.repair.rule import Rule
 RULE = Rule("TM509", "thinking-not-first", ("AM-10",))
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     start = next((k for k, block in enumerate(content) if is_thinking(block)), None)
     if message["role"] != "assistant" or not start:  # no thinking, or thinking first already
@@ -41,4 +42,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

@@ -22,7 +22,7 @@ from typing import Any
 
 from proxy.dialects.ids import ID_CHARACTERS
 from proxy.repair.context import Context, stable_id
-from proxy.repair.history import Message, call_id
+from proxy.repair.history import Message, call_id, calls_of, is_assistant, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM501", "tool-use-id-pattern", ("AM-7",))
@@ -35,23 +35,18 @@ def is_bad(value: str) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    # One pass gathers every id declared or answered (taken), the calls with a refused id and the results; the
-    # tests are history.each_call, call_id, is_tool and result_id written out (this runs over every view entry).
+    # One pass gathers every id declared or answered (taken), the calls with a refused id and the results.
     taken: set[str] = set()
     refused: list[tuple[int, Message, dict[str, Any]]] = []
     results: list[tuple[int, Message, str]] = []  # (position, tool entry, its id)
-    valid = ID_CHARACTERS.fullmatch
     for position, message in enumerate(ctx.messages):
-        role = message.get("role")
-        if role == "assistant":
-            calls = message.get("tool_calls")
-            if type(calls) is list:
-                for call in calls:
-                    if type(call) is dict and type(cid := call.get("id")) is str and cid:
-                        taken.add(cid)
-                        if not valid(cid):
-                            refused.append((position, message, call))
-        elif role == "tool" and type(message) is dict and type(rid := message.get("tool_call_id")) is str and rid:
+        if is_assistant(message):
+            for call in calls_of(message):
+                if (cid := call_id(call)) is not None:
+                    taken.add(cid)
+                    if is_bad(cid):
+                        refused.append((position, message, call))
+        elif is_tool(message) and (rid := result_id(message)) is not None:
             taken.add(rid)
             results.append((position, message, rid))
     renamed: dict[str, str] = {}

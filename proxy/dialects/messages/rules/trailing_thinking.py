@@ -25,7 +25,8 @@ from proxy.repair.rule import Rule
 RULE = Rule("TM507", "trailing-thinking", ("AM-12",))
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     if message["role"] != "assistant" or not content or not is_thinking(content[-1]):
         return None
@@ -36,4 +37,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

@@ -22,7 +22,7 @@ from typing import Any
 from proxy.dialects.messages.blocks import THINKING, block_type
 from proxy.dialects.messages.rules.edit import Change, blocks, rewrite
 from proxy.repair.context import Context
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM506", "unsigned-thinking", ("AM-15",))
@@ -40,7 +40,8 @@ def is_clean(messages: list[Any], profile: Profile) -> bool:
                    for block in blocks(message))
 
 
-def _edit(position: int, message: dict[str, Any]) -> Change | None:
+def edited(position: int, message: dict[str, Any]) -> Change | None:
+    """The message as this rule edits it (its new content, the finding), or None when it leaves it as it is."""
     content = blocks(message)
     if message["role"] != "assistant" or not any(is_unsigned(block) for block in content):
         return None
@@ -49,4 +50,4 @@ def _edit(position: int, message: dict[str, Any]) -> Change | None:
 
 
 def apply(ctx: Context) -> None:
-    rewrite(ctx, RULE, _edit)
+    rewrite(ctx, RULE, edited)

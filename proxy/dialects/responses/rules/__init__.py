@@ -1,9 +1,12 @@
-"""The Responses API's own rules, over input items (after the structural rules ran over the view and their
-edits were written back), in the order they run: what the previous response already holds first (that one
-before the structural rules, see ``plan.py``), then duplicates, then item ids (wrong ones deleted, ones memory knows the server
-never issued deleted, ones whose reasoning is gone deleted), reasoning left with nothing to follow, and last what ``store: false`` forbids, so it
-also sees what the earlier rules kept.
-Each rule is one module with ``RULE``, a Bad/Good docstring (one input item a line) and ``apply(ctx)``.
+"""Every rule a Responses API request goes through, in the order they run: the Responses pipeline.
+
+What the previous response already holds goes first (TM401, before the view is read, see ``plan.py``); the structural
+rules run over the view; the Responses API's own rules then run over the input items the view wrote back: duplicates,
+then item ids (wrong ones deleted, ones memory knows the server never issued deleted, ones whose reasoning is gone
+deleted), reasoning left with nothing to follow, and last what ``store: false`` forbids, so it also sees what the
+earlier rules kept. The ``retry`` phases run on no request as the client sent it, only on what was sent when the
+upstream refused it (``plan.retried``, ``plan.retried_unknown``). Each rule is one module with ``RULE``, a Bad/Good
+docstring (one input item a line) and ``apply(ctx)``.
 """
 
 from proxy.dialects.responses.rules import (
@@ -13,23 +16,34 @@ from proxy.dialects.responses.rules import (
     previous_response_items,
     previous_response_unanswered,
     reasoning_required,
+    refused_reasoning,
     unissued_ids,
+    unknown_item,
     unstored_ids,
 )
-from proxy.repair.rule import RepairRule
+from proxy.repair.pipeline import Phase, Pipeline
+from proxy.repair.rules import STRUCTURAL, empty_history, long_call_id, split_parallel_turn
 
-#: Every Responses rule, as the catalogue lists them. TM408 (``refused_reasoning.py``) and TM409 (``unknown_item.py``)
-#: run on no request as the client sent it, only on the upstream's refusal of encrypted content it could not verify
-#: (``plan.retried``) or of an item id it does not know (``plan.retried_unknown``).
-ITEM_RULES: tuple[RepairRule, ...] = (
-    previous_response_items,
-    previous_response_unanswered,
-    duplicate_item,
-    bad_item_id,
-    unissued_ids,
-    reasoning_required,
-    dangling_reasoning,
-    unstored_ids,
-)
-#: The rules run over the items the structural rules wrote back: all but TM401, which runs before them.
-AFTER_VIEW: tuple[RepairRule, ...] = tuple(rule for rule in ITEM_RULES if rule is not previous_response_items)
+PIPELINE = Pipeline("responses", (
+    Phase("resent", "over the input, before the view is read", (previous_response_items,)),
+    # The structural rules but TM105 (a run of calls is one view entry already, and the turns the view keeps apart, each
+    # run of reasoning and calls for adjacent profiles, are separate responses, which merging would leave with one
+    # reasoning), then TM208 over the ids, with the Responses API's 64-character limit (RS-14).
+    Phase("view", "over the neutral view of the input", (*(rule for rule in STRUCTURAL if rule is not split_parallel_turn), long_call_id)),
+    Phase("items", "over the items the view wrote back", (
+        previous_response_unanswered,
+        duplicate_item,
+        bad_item_id,
+        unissued_ids,
+        reasoning_required,
+        dangling_reasoning,
+        unstored_ids,
+        empty_history,
+    )),
+    # Not on a request as the client sent it: on what was sent, after the upstream refused it. TM405 deletes the server
+    # id of each item whose reasoning the first rule removed, TM406 drops reasoning left with nothing it produced.
+    Phase("retry", "over what was sent, when the upstream could not verify encrypted reasoning (RS-11)",
+          (refused_reasoning, reasoning_required, dangling_reasoning), checked=False),
+    Phase("retry-unknown", "over what was sent, when the upstream did not know an item id (RS-8)",
+          (unknown_item, reasoning_required, dangling_reasoning), checked=False),
+))

@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 
 from proxy.app import create_app
 from proxy.config import Settings
+from proxy.dialects.chat.plan import needs_repair, plan, repair
+from proxy.dialects.chat.profiles import PROFILES
 from proxy.endpoint import summarize
-from proxy.repair import PROFILES, Policy, Result, needs_repair, plan, repair
+from proxy.repair import Policy, Result
 from tests.support.hypothesis_budget import examples
 from tests.support.strict_upstream import OPENAI_SKIPS, Recorder
 from tests.support.strict_validator import first_error

@@ -31,17 +31,16 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from proxy.repair import DEFAULT_PLACEHOLDER, PROFILES, Policy, Result, plan, repair
-from proxy.repair.rules import FINAL, UNIVERSAL
+from proxy.dialects.chat.plan import plan, repair
+from proxy.registry import rule_docs
+from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
 from proxy.turns import make_turn
 from tests.support.hypothesis_budget import examples
 from tests.support.strict_validator import violations
 
 SKIP = ("S12", "S9")  # OpenAI accepts a history that opens with a call turn (GE-3 is a profile's business) and tool text parts (GR-2, MI-9 are)
 POLICIES = ("synthesize", "drop", "reject")
-KNOWN_CODES = {rule.RULE.code for rule in (*UNIVERSAL, *FINAL)} | {
-    rule.RULE.code for profile in PROFILES.values() for rule in profile.rules
-}
+KNOWN_CODES = {doc.code for doc in rule_docs("chat")}
 MEDIA_LABEL = "[toolmend] Media returned by tool call"
 
 

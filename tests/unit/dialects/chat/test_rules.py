@@ -3,7 +3,7 @@
 For each rule: the Bad history is rejected by a strict provider, the engine turns it into exactly the
 Good history, the rule's own code is among the findings, and the Good history is accepted: by the strict
 validator for a universal rule, by the validator of every provider of the profiles for a profile rule.
-The docstrings are read by product code (proxy/repair/catalog.py), so the literal cases at the end state
+The docstrings are read by product code (proxy/repair/catalog.py, from the registry: proxy/registry.py), so the literal cases at the end state
 expected repairs independently of it.
 """
 
@@ -11,13 +11,15 @@ import hashlib
 
 import pytest
 
-from proxy.repair import DEFAULT_PLACEHOLDER, repair
-from proxy.repair.catalog import RuleDoc, all_rules
+from proxy.dialects.chat.plan import repair
+from proxy.registry import rule_docs
+from proxy.repair import DEFAULT_PLACEHOLDER
+from proxy.repair.catalog import RuleDoc
 from tests.support.provider_validators import provider_violations
 from tests.support.strict_validator import violations
 
 SKIP = ("S12",)  # GE-3 is the gemini profile's business (see conftest)
-RULES = all_rules()
+RULES = rule_docs("chat")
 
 
 def body_of(messages: list, profile: str = "openai") -> dict:

@@ -33,7 +33,7 @@ from proxy.dialects.messages.rules import (
 from proxy.dialects.messages.view import is_message
 from proxy.repair import Policy
 from proxy.repair.context import Context
-from proxy.repair.profiles import Profile
+from proxy.repair.profile import Profile
 from tests.support.hypothesis_budget import examples
 
 PROFILES = (MESSAGES.profile("anthropic"), MESSAGES.profile("deepseek"))

@@ -14,13 +14,13 @@ import pytest
 
 from proxy.dialects.messages import MESSAGES
 from proxy.dialects.messages.errors import anthropic_error
-from proxy.dialects.messages.rules import RULES
 from proxy.dialects.messages.surrogates import mend
+from proxy.registry import rule_docs
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
-from proxy.repair.catalog import RuleDoc, describe
+from proxy.repair.catalog import RuleDoc
 from tests.support.messages_validator import ServerState, check, violations
 
-DOCS = [describe(rule) for rule in RULES]
+DOCS = rule_docs("messages", homes=("messages",), phases=("view", "messages"))
 ANTHROPIC = MESSAGES.profile("anthropic")
 COMPATIBLE = MESSAGES.profile("deepseek")
 ZAI = MESSAGES.profile("zai")

@@ -13,12 +13,12 @@ import orjson
 import pytest
 
 from proxy.dialects.responses import RESPONSES
-from proxy.dialects.responses.rules import ITEM_RULES
+from proxy.registry import rule_docs
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
-from proxy.repair.catalog import RuleDoc, describe
+from proxy.repair.catalog import RuleDoc
 from tests.support.responses_validator import ServerState, violations
 
-DOCS = [describe(rule) for rule in ITEM_RULES]
+DOCS = rule_docs("responses", homes=("responses",), phases=("resent", "items"))
 OPENAI = RESPONSES.profile("openai")
 STRICT = RESPONSES.profile("deepseek")
 

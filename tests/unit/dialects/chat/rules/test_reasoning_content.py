@@ -7,7 +7,7 @@ reading of when the provider refuses it. The rule changes a body exactly when th
 
 import pytest
 
-from proxy.repair import plan, repair
+from proxy.dialects.chat.plan import plan, repair
 from tests.support.provider_validators import provider_violations
 
 USER = {"role": "user", "content": "Weather?"}

@@ -17,15 +17,12 @@ Good:
 
 import orjson
 
+from proxy.repair.content import UNPARSED_KEY
 from proxy.repair.context import Context
 from proxy.repair.history import each_call
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM203", "invalid-arguments", ("S7", "VL-1", "VL-3", "XA-2"))
-
-#: The key under which unparseable argument text is kept, verbatim.
-UNPARSED_KEY = "_toolmend_unparsed_arguments"
-
 
 def is_valid_json(text: str) -> bool:
     try:

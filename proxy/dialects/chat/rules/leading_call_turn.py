@@ -17,13 +17,12 @@ Good:
 
 from typing import Any
 
+from proxy.repair.content import OPENING_TEXT
 from proxy.repair.context import Context
 from proxy.repair.history import is_call_turn
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM308", "leading-call-turn", ("S12", "GE-3"))
-
-OPENING_TEXT = "(earlier conversation omitted)"
 
 
 def _leading_call_turn(messages: list[Any]) -> int | None:

@@ -1,4 +1,4 @@
-"""The fast path: does a message list already satisfy every universal rule?
+"""Chat's fast path: does a message list already satisfy every rule chat runs for all profiles?
 
 Most requests are valid, and for them the proxy must cost no more than parsing the body. This single
 pass answers "nothing to repair" without running the rules; when it says no, the rules run and report
@@ -10,16 +10,16 @@ from typing import Any
 
 import orjson
 
-from proxy.repair.profiles import Profile
+from proxy.dialects.chat.rules.tool_content_type import text_parts
+from proxy.repair.profile import Profile
 from proxy.repair.rules.long_call_id import MAX_ID_LENGTH
-from proxy.repair.rules.tool_content_type import text_parts
 
 _decode = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
 
 def is_clean(messages: Any, profile: Profile) -> bool:
-    """Whether ``messages`` needs nothing from the universal rules (``profile`` says which tool content is taken)."""
+    """Whether ``messages`` needs nothing from the rules chat runs for every profile (``profile`` says which tool content is taken)."""
     if type(messages) is not list:
         return True  # not a chat history: nothing for the repair engine to do
     try:

@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
+from proxy.repair.content import UNPARSED_KEY
 from proxy.repair.context import Context
 from proxy.repair.history import each_call
 from proxy.repair.rule import Rule
-from proxy.repair.rules.invalid_arguments import UNPARSED_KEY
 
 RULE = Rule("TM309", "non-object-arguments", ("VL-2", "S7"))
 

@@ -1,68 +1,24 @@
-"""What each provider additionally needs, on top of the universal rules (section 3.2 of docs/provider-rules.md).
+"""What each provider additionally needs of a Chat Completions history, on top of chat's rules for everyone (section 3.2 of docs/provider-rules.md).
 
 Providers contradict each other (Mistral wants 9-character ids, DeepSeek wants ``reasoning_content`` that
 Groq rejects, Ollama rejects the ``null`` content that Anthropic-backed routes require), so these rules
-cannot all run for everyone. A profile is a named, ordered set of extra rules applied after the
-universal ones, and what selects it when no profile is given (``auto``): the upstream's host, else, for an upstream
+cannot all run for everyone. A profile is a named, ordered set of extra rules (chat's pipeline names the profiles
+each runs for), and what selects it when no profile is given (``auto``): the upstream's host, else, for an upstream
 whose host names none (a gateway, a local server), the model each request asks for. Every dialect reads its own
 profile by the name chosen here (``Dialect.profile``), so this module is the one owner of that choice.
 """
 
 import fnmatch
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
-from proxy.repair.rule import GatedRule, ProfileRule, RecallingRule
-from proxy.repair.rules import (
-    closed_schema_fields,
-    content_key,
-    empty_string_content,
-    leading_call_turn,
-    mistral_call_ids,
-    mistral_role_bridge,
-    non_object_arguments,
-    null_content,
-    reasoning_content,
-    system_not_first,
-    thought_signature,
-)
+from proxy.dialects.chat.rules import PIPELINE
+from proxy.repair.profile import Profile, ProfileRule
 
 
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    description: str
-    rules: tuple[ProfileRule, ...] = ()
-    #: For closed-schema providers: role (or ``tool_call``, ``function``) -> the keys they accept.
-    schema: Mapping[str, frozenset[str]] | None = None
-    #: Upstream hosts (``host`` or ``host:port``) that select this profile.
-    hosts: tuple[str, ...] = ()
-    #: Model names (lower-case shell patterns) that select it for a request to an upstream whose host selects none.
-    models: tuple[str, ...] = ()
-    #: Results must follow their call directly (Chat Completions, Anthropic, DeepSeek's and Kimi's Responses:
-    #: RS-17, RS-18). When False (OpenAI's Responses API), a result may stand anywhere after its call, and
-    #: only results before their call are moved.
-    adjacent_results: bool = True
-    #: The longest call id the provider accepts (E-ID-40; the Responses API allows 64, RS-14).
-    max_id_length: int = 40
-    #: Tool message content must be a plain string: the provider refuses an array of text parts, which OpenAI takes
-    #: (GR-2, MI-9: Groq, Mistral, vLLM). TM205 joins the parts for these profiles only.
-    string_tool_content: bool = False
-
-    def is_clean(self, messages: list[Any], request: Mapping[str, Any]) -> bool:
-        """True when none of the profile's rules that concern ``request`` has anything to do (the universal check ran first)."""
-        return all(rule.is_clean(messages, self) for rule in self.concerning(request))
-
-    def wanted_ids(self, messages: list[Any], request: Mapping[str, Any]) -> list[str]:
-        """Call ids whose remembered turns the profile's rules will look up for ``request``."""
-        return [cid for rule in self.concerning(request) if isinstance(rule, RecallingRule) for cid in rule.wanted_ids(messages)]
-
-    def concerning(self, request: Mapping[str, Any]) -> list[ProfileRule]:
-        """The profile's rules that concern ``request``: all but the gated ones that say they do not."""
-        return [rule for rule in self.rules if not isinstance(rule, GatedRule) or rule.applies(request)]
+def _own(name: str) -> tuple[ProfileRule, ...]:
+    """The rules chat's pipeline runs for the profile ``name`` alone (``rules/__init__.py`` says which, in what order)."""
+    return PIPELINE.profile_rules(name)
 
 
 def _keys(*names: str) -> frozenset[str]:
@@ -96,23 +52,23 @@ PROFILES: dict[str, Profile] = {
         Profile("openai", "OpenAI and Azure OpenAI: the universal rules only",
                 hosts=("api.openai.com", "openai.azure.com", "cognitiveservices.azure.com")),
         Profile("mistral", "Mistral API and mistral_common servers: 9-character ids, a bridge after tool results, closed schema",
-                (mistral_call_ids, mistral_role_bridge, closed_schema_fields), MISTRAL_SCHEMA, ("api.mistral.ai",), string_tool_content=True,
+                _own("mistral"), MISTRAL_SCHEMA, ("api.mistral.ai",), string_tool_content=True,
                 models=("mistral-*", "magistral-*", "codestral-*", "devstral-*", "ministral-*", "pixtral-*", "open-mistral-*", "open-mixtral-*")),
         Profile("deepseek", "DeepSeek (and Kimi) thinking mode: reasoning_content on every tool-call turn",
-                (reasoning_content,), hosts=("api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn"),
+                _own("deepseek"), hosts=("api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn"),
                 models=("deepseek-*", "kimi-*", "moonshot-*")),
         Profile("anthropic", "OpenAI-compatible routes to Claude: null instead of empty text, no stray keys in tool calls",
-                (null_content, closed_schema_fields), TOOL_CALL_KEYS, ("api.anthropic.com",), models=("claude-*",)),
+                _own("anthropic"), TOOL_CALL_KEYS, ("api.anthropic.com",), models=("claude-*",)),
         Profile("gemini", "Gemini's OpenAI-compatible layer: thought signatures restored, content never null, a user turn first",
-                (thought_signature, empty_string_content, leading_call_turn), hosts=("generativelanguage.googleapis.com",),
+                _own("gemini"), hosts=("generativelanguage.googleapis.com",),
                 models=("gemini-*",)),
-        Profile("ollama", "Ollama's /v1: content never null", (empty_string_content,), hosts=("localhost:11434", "127.0.0.1:11434")),
-        Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", (empty_string_content,), hosts=("api.x.ai",),
+        Profile("ollama", "Ollama's /v1: content never null", _own("ollama"), hosts=("localhost:11434", "127.0.0.1:11434")),
+        Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", _own("xai"), hosts=("api.x.ai",),
                 models=("grok-*",)),
         Profile("groq", "Groq, Cerebras, Fireworks: the OpenAI schema, closed (no reasoning fields, no stray keys)",
-                (closed_schema_fields,), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai"), string_tool_content=True),
+                _own("groq"), OPENAI_SCHEMA, ("api.groq.com", "api.cerebras.ai", "api.fireworks.ai"), string_tool_content=True),
         Profile("vllm", "vLLM, SGLang, TGI: arguments always a JSON object, content key always present, one system message first",
-                (non_object_arguments, content_key, system_not_first), string_tool_content=True),
+                _own("vllm"), string_tool_content=True),
         Profile("zai", "Z.AI (Zhipu GLM): the universal rules only (its Anthropic endpoint: system messages folded)",
                 hosts=("api.z.ai", "open.bigmodel.cn"), models=("glm-*",)),
     )
