@@ -194,7 +194,7 @@ def _signatures(contents: list[dict[str, Any]], target: GeminiTarget, state: Ser
         if content.get("role") != MODEL:
             continue
         first = next((part for part in content["parts"] if CALL in part), None)
-        if first is not None and SIGNATURE not in first:
+        if first is not None and first.get(SIGNATURE) is None:
             return _gn11(n, first[CALL]["name"], vertex)
         for part in content["parts"]:
             signature = part.get(SIGNATURE)
