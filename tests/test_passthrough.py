@@ -63,7 +63,7 @@ async def test_get_on_chat_completions_is_a_plain_pass_through(upstream):
     assert route.calls.last.request.url.raw_path == b"/v1/chat/completions?metadata[k]=v"
 
 
-# README, "What it repairs, and what passes through": only chat completions are repaired today. Each body holds
+# docs/protocols.md, "What it repairs, and what passes through": every other API passes through untouched. Each body holds
 # a result whose call is gone (what TM101 repairs in a chat completion), in the API's own format; it must reach
 # the upstream as the client's bytes, and the streamed answer must come back unchanged.
 UNREPAIRED_APIS = {
