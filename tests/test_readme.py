@@ -9,6 +9,7 @@ import pytest
 
 from proxy import cli
 from proxy.config import SERVE_OPTIONS
+from proxy.dialects.gemini.rules import RULES as GEMINI_RULES
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
 from proxy.dialects.messages.rules import refused_signature
@@ -32,7 +33,8 @@ def rule_rows(text: str) -> dict[str, str]:
 
 def known_rules() -> list[RuleDoc]:
     """Every rule the code has, shared and of each dialect."""
-    dialect_rules = [describe(rule) for rule in (*ITEM_RULES, *MESSAGES_RULES, surrogates, refused_signature, refused_reasoning, unknown_item)]
+    dialect_rules = [describe(rule) for rule in (*ITEM_RULES, *MESSAGES_RULES, *GEMINI_RULES, surrogates, refused_signature, refused_reasoning,
+                                                 unknown_item)]
     return [*all_rules(), *dialect_rules]
 
 
