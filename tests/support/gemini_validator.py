@@ -124,9 +124,8 @@ def _answers(calls: list[dict[str, Any]], responses: list[dict[str, Any]]) -> bo
     names = Counter(call["name"] for call in calls)
     for response in responses:
         rid = response.get("id")
-        if rid is not None:
-            if rid not in by_id or by_id.pop(rid) != response["name"]:
-                return False
+        if rid is not None and (rid not in by_id or by_id.pop(rid) != response["name"]):
+            return False
         names[response["name"]] -= 1
         if names[response["name"]] < 0:
             return False

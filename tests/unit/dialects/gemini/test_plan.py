@@ -15,6 +15,7 @@ from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.rules.unsigned_call import DUMMY
 from proxy.dialects.gemini.target import GeminiTarget
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
+from proxy.repair.engine import DEFAULT_POLICY
 from tests.support.gemini_validator import ServerState, check
 
 G3 = GeminiTarget("developer", "gemini-3-pro-preview")
@@ -43,7 +44,7 @@ def without_id(part: dict[str, Any]) -> dict[str, Any]:
 
 
 def repair(contents: list[Any], target: GeminiTarget = G3, memory: tuple[dict[str, Any], ...] = (),
-           policy: Policy = Policy()) -> Result:
+           policy: Policy = DEFAULT_POLICY) -> Result:
     body = {"contents": contents}
     planned = plan(body, gemini_profile(target.family), target)
     assert planned is not None
