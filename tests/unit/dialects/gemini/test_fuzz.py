@@ -21,8 +21,8 @@ from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.target import GeminiTarget
 from proxy.repair import ORPHAN_POLICIES, Policy, Result
 from proxy.turns import Turn
-from tests.test_fuzz_dialects import either, json_values, texts, with_duplicates
 from tests.support.hypothesis_budget import examples
+from tests.test_fuzz_dialects import either, json_values, texts, with_duplicates
 
 ENGINE = settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 #: A target that checks signatures and takes ids, and one that does neither.
