@@ -1,24 +1,14 @@
-"""A Gemini repair costs work linear in the body, as tests/test_linear_repair.py shows for the other dialects.
-
-Each history is one of the shapes a Gemini rule walks at length: twice as long, it must cost about twice the lines run
-and the memory held, never four times.
-"""
+"""Gemini histories in the shapes a Gemini rule walks at length, of any size, with what memory holds for them: the
+linear-work tests (tests/test_linear_repair.py) repair each twice as long and count the work."""
 
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-import pytest
-
 from proxy.dialects.gemini.keys import turn_ids
-from proxy.dialects.gemini.plan import plan
-from proxy.dialects.gemini.profiles import gemini_profile
-from proxy.dialects.gemini.target import GeminiTarget
-from proxy.repair.engine import DEFAULT_POLICY
 from proxy.turns import Turn
-from tests.test_linear_repair import RATIO, SIZE, lines_run, peak_allocated
 
-G3 = GeminiTarget("developer", "gemini-3-pro-preview")
+#: The model every shape goes to: one that checks thought signatures (the body names it, as ``toolmend check`` reads it).
+MODEL = "gemini-3-pro-preview"
 Q = {"role": "user", "parts": [{"text": "Go."}]}
 
 
@@ -38,13 +28,13 @@ def split_and_interleaved(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     contents = [Q, {"role": "model", "parts": calls}]
     for i in range(n):
         contents += [{"role": "user", "parts": [response(i)]}, {"role": "user", "parts": [{"text": "note"}]}]
-    return {"contents": contents}, {}
+    return {"model": MODEL, "contents": contents}, {}
 
 
 def nameless_without_ids(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     """n calls without ids, answered by n responses named ``unknown`` (the view pairs each by position, TM606)."""
     calls = [{"functionCall": call(i, False), **({"thoughtSignature": "c2ln"} if i == 0 else {})} for i in range(n)]
-    return {"contents": [Q, {"role": "model", "parts": calls},
+    return {"model": MODEL, "contents": [Q, {"role": "model", "parts": calls},
                          {"role": "user", "parts": [response(i, False, "unknown") for i in range(n)]}]}, {}
 
 
@@ -54,7 +44,7 @@ def orphans_of_a_remembered_turn(n: int) -> tuple[dict[str, Any], dict[str, Turn
     thoughts = [{"text": f"thought {i}", "thought": True} for i in range(n)]
     parts = [*thoughts, *({"functionCall": call(i), **({"thoughtSignature": "c2ln"} if i == 0 else {})} for i in range(n))]
     turn: Turn = {"dialect": "gemini", "parts": parts, "ids": turn_ids(parts)}
-    body = {"contents": [Q, {"role": "model", "parts": thoughts}, {"role": "user", "parts": [response(i) for i in range(n)]}]}
+    body = {"model": MODEL, "contents": [Q, {"role": "model", "parts": thoughts}, {"role": "user", "parts": [response(i) for i in range(n)]}]}
     return body, dict.fromkeys(turn["ids"], turn)
 
 
@@ -67,7 +57,7 @@ def steps_unsigned(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
         turn: Turn = {"dialect": "gemini", "parts": signed, "ids": turn_ids(signed)}
         recalled.update(dict.fromkeys(turn["ids"], turn))
         contents += [{"role": "model", "parts": [{"functionCall": call(i)}]}, {"role": "user", "parts": [response(i)]}]
-    return {"contents": contents}, recalled
+    return {"model": MODEL, "contents": contents}, recalled
 
 
 def steps_unremembered(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
@@ -75,16 +65,17 @@ def steps_unremembered(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     contents: list[Any] = [Q]
     for i in range(n):
         contents += [{"role": "model", "parts": [{"functionCall": call(i)}]}, {"role": "user", "parts": [response(i)]}]
-    return {"contents": contents}, {}
+    return {"model": MODEL, "contents": contents}, {}
 
 
 def model_contents_in_a_row(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     """n model contents of one call each, then their n responses in one content (TM603)."""
     contents: list[Any] = [Q, *({"role": "model", "parts": [{"functionCall": call(i), "thoughtSignature": "c2ln"}]} for i in range(n))]
-    return {"contents": [*contents, {"role": "user", "parts": [response(i) for i in range(n)]}]}, {}
+    return {"model": MODEL, "contents": [*contents, {"role": "user", "parts": [response(i) for i in range(n)]}]}, {}
 
 
-CASES: dict[str, Callable[[int], tuple[dict[str, Any], dict[str, Turn]]]] = {
+#: Each shape by the name its linear-work test carries.
+SHAPES: dict[str, Callable[[int], tuple[dict[str, Any], dict[str, Turn]]]] = {
     "split responses, notes between (TM601, TM103)": split_and_interleaved,
     "responses without ids or names (TM606)": nameless_without_ids,
     "calls of a remembered turn, its thoughts kept (TM101)": orphans_of_a_remembered_turn,
@@ -92,29 +83,3 @@ CASES: dict[str, Callable[[int], tuple[dict[str, Any], dict[str, Turn]]]] = {
     "steps memory does not hold (TM610)": steps_unremembered,
     "model contents in a row (TM603)": model_contents_in_a_row,
 }
-
-
-def repair_of(make: Callable[[int], tuple[dict[str, Any], dict[str, Turn]]], size: int) -> Callable[[], Any]:
-    body, recalled = make(size)
-    parsed = orjson.loads(orjson.dumps(body))
-
-    def repair() -> Any:
-        planned = plan(parsed, gemini_profile("gemini"), G3)
-        assert planned is not None
-        result = planned.repair(recalled, DEFAULT_POLICY)
-        assert result.changed
-        return orjson.dumps(result.body), result.findings
-
-    return repair
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_twice_the_history_costs_about_twice_the_lines(name: str) -> None:
-    small, large = (lines_run(repair_of(CASES[name], size)) for size in (SIZE, 2 * SIZE))
-    assert large <= RATIO * small, f"{name}: {small} lines, then {large}"
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_twice_the_history_costs_about_twice_the_memory(name: str) -> None:
-    small, large = (peak_allocated(repair_of(CASES[name], size)) for size in (SIZE, 2 * SIZE))
-    assert large <= RATIO * small, f"{name}: {small} bytes at most, then {large}"
