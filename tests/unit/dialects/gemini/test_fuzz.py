@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy.dialects.gemini.keys import turn_ids
@@ -71,6 +71,9 @@ def repaired(body: dict[str, Any], target: GeminiTarget, policy: Policy, memory:
 
 @ENGINE
 @given(body=bodies, memory=st.booleans())
+# Found by this property: responses the orphan policy dropped from between two model contents left them side by side.
+@example(body={"contents": [{"role": "model", "parts": [{"text": "a"}, {"functionResponse": {"name": "f"}}]},
+                            {"role": "model", "parts": [{"text": "b"}, {"functionResponse": {"name": "f"}}]}]}, memory=False)
 def test_gemini_engine_never_raises_and_repairs_once(body: dict[str, Any], memory: bool) -> None:
     turns = remembered(body) if memory else {}
     sent = copy.deepcopy(body)
