@@ -85,8 +85,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                 if is_empty(part):
                     broken = True  # TM607 (GN-10)
         if role == MODEL:
-            if model_before or responses:
-                broken = True  # TM603 (GN-3), TM604 (GN-4)
+            if model_before or responses or (calls and index == 0):
+                broken = True  # TM603 (GN-3), TM604 (GN-4), TM611 (GN-3)
             if pending is not None:
                 broken = True  # TM104: the calls before are answered by nothing
             pending = calls or None

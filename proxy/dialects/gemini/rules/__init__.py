@@ -21,6 +21,7 @@ from proxy.dialects.gemini.rules import (
     adjacent_model,
     empty_parts,
     endpoint_ids,
+    leading_call_turn,
     legacy_role,
     mixed_call_turn,
     response_name,
@@ -34,7 +35,8 @@ from proxy.repair.rule import RepairRule
 BEFORE_VIEW: tuple[RepairRule, ...] = (legacy_role, empty_parts, mixed_call_turn, adjacent_model)
 
 #: TM603 runs again first: an orphan response the policy dropped may leave two model contents side by side.
-AFTER_VIEW: tuple[RepairRule, ...] = (adjacent_model, response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call)
+AFTER_VIEW: tuple[RepairRule, ...] = (adjacent_model, response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call,
+                                      leading_call_turn)
 
 #: Every Gemini rule, in the order they first run (TM606 over the view): what the rule catalogue lists.
 RULES: tuple[RepairRule, ...] = (*BEFORE_VIEW, response_name, *AFTER_VIEW[1:])

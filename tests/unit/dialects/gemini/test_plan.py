@@ -137,3 +137,10 @@ def test_ids_are_kept_where_the_endpoint_takes_them() -> None:
     assert check(result.body, vertex) is None
     assert "id" not in result.body["contents"][1]["parts"][0]["functionCall"]
     assert result.body["contents"][0] is Q
+
+
+def test_a_trimmed_window_opening_with_responses_gets_its_calls_and_a_user_content_before_them() -> None:
+    result = repair([user(ANSWER_A, ANSWER_B), user({"text": "And tomorrow?"})], memory=(TURN,))
+    assert [f.code for f in result.findings] == ["TM101", "TM611"]
+    assert result.body["contents"][:2] == [user({"text": "(earlier conversation omitted)"}), model(THOUGHT, CALL_A, CALL_B)]
+    assert check(result.body, G3, SERVED) is None
