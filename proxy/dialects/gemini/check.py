@@ -82,7 +82,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                 responses.append((rid if type(rid) is str and rid else None, name if type(name := response.get("name")) is str else None))
             else:
                 others += 1
-                if is_empty(part):
+                if not part or (part.get("text") == "" and is_empty(part)):
                     broken = True  # TM607 (GN-10)
         if role == MODEL:
             if model_before or responses or (calls and index == 0):
@@ -125,6 +125,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
 def _answers(calls: list[tuple[str | None, Any]], responses: list[tuple[str | None, Any]], answering: list[str]) -> bool:
     """Whether ``responses`` answer ``calls`` exactly as the view pairs them (by id, else by name), each one once and
     under its call's name; the ids of responses that answer none go onto ``answering``."""
+    if responses == calls:
+        return True  # each answers the call at its position, by id and name: how clients send them
     if len(calls) != len(responses):
         answering.extend(rid for rid, _ in responses if rid is not None)
         return False
