@@ -8,8 +8,8 @@
   response, text between the calls and their responses, parallel calls split over model contents (GN-3), the legacy
   ``function`` role (GN-5), response names lost (GN-7), empty text parts (GN-10), ids sent where the endpoint refuses
   them (GN-9), a window trimmed to open with responses (GN-3), and thought signatures stripped (GN-11).
-* The properties: the repair is accepted by the strict validator (signatures checked), never edits the request it
-  was given, needs no second repair; a valid history is not planned at all.
+* The properties: the repair is accepted by the strict validator (signatures checked), loses no response's output,
+  never edits the request it was given, needs no second repair; a valid history is not planned at all.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -224,3 +225,7 @@ def test_broken_histories_are_repaired_into_ones_a_strict_server_accepts(history
     assert body == sent  # the request as given is never edited
     assert check(fixed, history.target, history.state) is None, (fixed, check(fixed, history.target, history.state))
     assert plan(fixed, gemini_profile(history.target.family), history.target) is None
+    # No response is lost: each one's output is in the repaired history (as a response, or as the text TM610 made).
+    sent_text = orjson.dumps(fixed).decode()
+    outputs = [part["functionResponse"]["response"]["output"] for content in sent["contents"] for part in content["parts"] if "functionResponse" in part]
+    assert all(f'"{output}"' in sent_text or f'\\"{output}\\"' in sent_text for output in outputs)
