@@ -15,6 +15,7 @@ from proxy.dialects.gemini.keys import call_key
 from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, SIGNATURE, USER
 from proxy.dialects.gemini.rules.empty_parts import is_empty
 from proxy.dialects.gemini.rules.legacy_role import ROLES
+from proxy.dialects.gemini.rules.thought_signature import signed
 from proxy.dialects.gemini.target import GeminiTarget
 
 
@@ -57,7 +58,6 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
         calls: list[tuple[str | None, Any]] = []
         responses: list[tuple[str | None, Any]] = []
         others = 0
-        first_signed: bool | None = None
         for part in parts:
             if type(part) is not dict:
                 others += 1
@@ -73,8 +73,6 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                 else:
                     cid = None
                 calls.append((cid, name if type(name := call.get("name")) is str else None))
-                if first_signed is None:
-                    first_signed = part.get(SIGNATURE) is not None
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
@@ -90,7 +88,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
             if pending is not None:
                 broken = True  # TM104: the calls before are answered by nothing
             pending = calls or None
-            if calls and first_signed is False and signs:
+            if calls and signs and not signed(parts):
                 unsigned.append((index, parts))
             model_before = True
             continue

@@ -35,14 +35,20 @@ from proxy.turns import Turn, dialect_of
 RULE = Rule("TM609", "thought-signature", ("GN-11", "GN-14"))
 
 
+def signed(parts: list[Any]) -> bool:
+    """Whether some part of a call content carries a signature. Gemini wants it on the first call part; one that came on
+    another part (a stream that sent it on a later empty text part) is left where the model put it, never moved or
+    taken for missing."""
+    return any(type(part) is dict and part.get(SIGNATURE) is not None for part in parts)
+
+
 def unsigned_steps(contents: list[Any]) -> Iterator[tuple[int, dict[str, Any], list[Any]]]:
-    """Every model content of the current turn whose first call part has no signature: (position, content, parts)."""
+    """Every model content of the current turn with calls and no signature on any part: (position, content, parts)."""
     for position in range(current_turn(contents), len(contents)):
         content = contents[position]
-        if type(content) is dict and content.get("role") == MODEL and type(parts := content.get("parts")) is list:
-            first = first_call(parts)
-            if first is not None and first.get(SIGNATURE) is None:
-                yield position, content, parts
+        if (type(content) is dict and content.get("role") == MODEL and type(parts := content.get("parts")) is list
+                and first_call(parts) is not None and not signed(parts)):
+            yield position, content, parts
 
 
 def wanted_keys(contents: list[Any]) -> list[str]:

@@ -155,3 +155,10 @@ def test_a_response_with_an_id_never_answers_a_call_with_another_id() -> None:
     assert contents[2]["parts"][1]["functionResponse"]["id"] == "c2"  # a placeholder for c2
     assert contents[3:] == [model({"functionCall": {"name": "weather", "args": {}, "id": "c9"}}), user(orphan)]
     assert check(result.body, G25) is None
+
+
+def test_a_signature_that_came_on_another_part_is_left_where_the_model_put_it() -> None:
+    """A stream may send the signature on a later empty text part: the content is signed, not converted to text."""
+    unsigned = {key: value for key, value in CALL_A.items() if key != "thoughtSignature"}
+    body = {"contents": [Q, model(unsigned, {"text": "", "thoughtSignature": "c2lnMQ=="}), user(ANSWER_A)]}
+    assert plan(body, gemini_profile("gemini"), G3) is None
