@@ -14,7 +14,7 @@ Order (what :func:`check` reports first), like a server that validates the schem
        call, nothing else), GN-7 (a response answering no call of it, by id or name), GN-2 (responses after no call
        content), GN-6 (a history ending with a call content);
     3. thought signatures, for Gemini 3 and later (``target.signs_calls``): GN-11 (the first call part of each
-       call content of the current turn carries one), GN-12 (each one in the current turn is one the server minted,
+       call content of the current turn carries one, or another part of it does, as a stream may send it), GN-12 (each one in the current turn is one the server minted,
        or Google's documented dummy value).
 """
 
@@ -193,7 +193,9 @@ def _signatures(contents: list[dict[str, Any]], target: GeminiTarget, state: Ser
         if content.get("role") != MODEL:
             continue
         first = next((part for part in content["parts"] if CALL in part), None)
-        if first is not None and first.get(SIGNATURE) is None:
+        # A signature the model sent on another part of the content (a stream's later empty text part) is taken as the
+        # model gave it (unverified live; toolmend leaves such a content as sent).
+        if first is not None and all(part.get(SIGNATURE) is None for part in content["parts"]):
             return _gn11(n, first[CALL]["name"], vertex)
         for part in content["parts"]:
             signature = part.get(SIGNATURE)

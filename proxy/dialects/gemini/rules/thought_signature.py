@@ -25,6 +25,8 @@ Good:
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from proxy.dialects.gemini.keys import call_key, stored_keys
 from proxy.dialects.gemini.parts import MODEL, SIGNATURE, current_turn, first_call, function_call
 from proxy.dialects.gemini.rules.edit import copy, target_of
@@ -67,24 +69,31 @@ def apply(ctx: Context) -> None:
     if not target_of(ctx).signs_calls or not ctx.recalled:
         return
     contents = ctx.messages
-    read: dict[int, dict[str, dict[str, Any]]] = {}  # identity of a remembered turn -> its signed parts
+    read: dict[int, dict[str, dict[str, Any]]] = {}  # identity of a remembered turn -> its signed call parts
     for position, content, parts in list(unsigned_steps(contents)):
-        signed = 0
+        restored = 0
+        remembered_turn: Turn | None = None
         out: list[Any] = []
         for part in parts:
             call = function_call(part)
-            key = call_key(call) if call is not None and part.get(SIGNATURE) is None else None
+            key = call_key(call) if call is not None else None
             turn = ctx.recalled.get(key) if key is not None else None
             if turn is not None and dialect_of(turn) == "gemini":
+                remembered_turn = turn
                 found = read.get(id(turn))
                 if found is None:
                     found = read[id(turn)] = _signed_parts(turn)
                 remembered = found.get(key)  # type: ignore[arg-type]
                 if remembered is not None:
                     out.append({**part, SIGNATURE: remembered[SIGNATURE]})
-                    signed += 1
+                    restored += 1
                     continue
             out.append(part)
-        if signed:
+        if not restored and remembered_turn is not None:
+            # The model gave the signature on another part (a stream's later empty text part), which the client dropped.
+            carriers = [part for part in remembered_turn.get("parts", ()) if part.get(SIGNATURE) is not None and function_call(part) is None]
+            out += orjson.loads(orjson.dumps(carriers))  # never alias the memory
+            restored = len(carriers)
+        if restored:
             contents[position] = copy(ctx, content, parts=out)
-            ctx.report(RULE, content, "restored", f"{signed} thought signature(s) restored from memory", position)
+            ctx.report(RULE, content, "restored", f"{restored} thought signature(s) restored from memory", position)

@@ -162,3 +162,13 @@ def test_a_signature_that_came_on_another_part_is_left_where_the_model_put_it() 
     unsigned = {key: value for key, value in CALL_A.items() if key != "thoughtSignature"}
     body = {"contents": [Q, model(unsigned, {"text": "", "thoughtSignature": "c2lnMQ=="}), user(ANSWER_A)]}
     assert plan(body, gemini_profile("gemini"), G3) is None
+
+
+def test_a_signature_remembered_on_an_empty_text_part_comes_back_on_that_part() -> None:
+    carrier = {"text": "", "thoughtSignature": "c2lnMQ=="}
+    unsigned = {key: value for key, value in CALL_A.items() if key != "thoughtSignature"}
+    turn = {"dialect": "gemini", "parts": [unsigned, carrier], "ids": turn_ids([unsigned])}
+    result = repair([Q, model(unsigned), user(ANSWER_A)], memory=(turn,))
+    assert result.body["contents"][1] == model(unsigned, carrier)
+    assert [f.code for f in result.findings] == ["TM609"]
+    assert check(result.body, G3, SERVED) is None
