@@ -1,4 +1,5 @@
-"""Shared fixtures: a strict upstream and the proxy in front of it, both under real uvicorn on loopback.
+"""Shared fixtures: respx as the upstream (``upstream``); a strict upstream and the proxy in front of it, both under
+real uvicorn on loopback. Every test is marked by the directory it sits in: ``unit``, ``e2e`` or ``system``.
 
 Hypothesis runs the ``ci`` profile unless ``TOOLMEND_HYPOTHESIS=campaign`` asks for the long random run:
 
@@ -7,42 +8,61 @@ Hypothesis runs the ``ci`` profile unless ``TOOLMEND_HYPOTHESIS=campaign`` asks 
   remembers cannot make a local run differ from CI's; no deadline, so a loaded machine cannot fail a test.
 * ``campaign``: random, each property runs ``TOOLMEND_HYPOTHESIS_EXAMPLES`` examples (default 5,000, see
   tests/support/hypothesis_budget.py) and failures are kept in ``.hypothesis/`` to replay:
-  ``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/test_repair_properties.py``.
+  ``TOOLMEND_HYPOTHESIS=campaign python -m pytest -p no:cacheprovider tests/unit/dialects/chat/test_properties.py``.
   Pin what a campaign finds as an ``@example`` next to the property, so CI runs it from then on.
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import respx
 from hypothesis import HealthCheck, settings
 
-from proxy.app import create_app
-from proxy.config import Settings
-from tests.support.hypothesis_budget import PROFILE
-from tests.support.strict_upstream import OPENAI_SKIPS, Recorder, make_strict_upstream, serve
+from tests.support import hypothesis_budget
+from tests.support.ci import under_ci
+from tests.support.proxy_fixtures import UPSTREAM
+from tests.support.served import proxy_fixture, served_fixtures
+from tests.support.strict_upstream import OPENAI_SKIPS, make_strict_upstream
 
 # too_slow measures time: on a busy machine it would fail a test that is otherwise deterministic.
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("campaign", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(PROFILE)
+settings.load_profile(hypothesis_budget.PROFILE)
+
+TESTS = Path(__file__).resolve().parent
+# The layers of the suite, one directory each; `pytest -m "not system"` is the inner loop.
+LAYERS = ("unit", "e2e", "system")
+INNER_LOOP = "not system"
 
 
-@pytest.fixture(scope="module")
-def strict_upstream() -> Iterator[tuple[str, Recorder]]:
-    app, recorder = make_strict_upstream(skip_rules=OPENAI_SKIPS)
-    with serve(app) as url:
-        yield url, recorder
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module is imported: the properties read their budget as they are defined.
+    hypothesis_budget.INNER_LOOP = config.option.markexpr.strip() == INNER_LOOP and not under_ci()
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the layer its directory names; a test outside them, or marked with another, is an error."""
+    for item in items:
+        layer = item.path.resolve().relative_to(TESTS).parts[0]
+        if layer not in LAYERS:
+            raise pytest.UsageError(f"{item.nodeid}: a test belongs under tests/unit, tests/e2e or tests/system")
+        others = {mark.name for mark in item.iter_markers() if mark.name in LAYERS} - {layer}
+        if others:
+            raise pytest.UsageError(f"{item.nodeid}: in tests/{layer}, so it cannot be marked {sorted(others)}")
+        item.add_marker(layer)
 
 
 @pytest.fixture
-def recorder(strict_upstream: tuple[str, Recorder]) -> Recorder:
-    strict_upstream[1].reset()
-    return strict_upstream[1]
+def upstream() -> Iterator[respx.MockRouter]:
+    """respx as the upstream at ``UPSTREAM``: the test adds the routes it needs; the app's requests go to nothing else."""
+    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
+        yield mock
 
 
-@pytest.fixture(scope="module")
-def proxy_url(strict_upstream: tuple[str, Recorder]) -> Iterator[str]:
-    settings = Settings(upstream=strict_upstream[0] + "/v1")
-    with serve(create_app(settings)) as url:
-        yield url
+# The strict OpenAI-like upstream (``strict_upstream``: URL, recorder), its emptied ``recorder``, toolmend in front of
+# it (``proxy_url``).
+strict_upstream, recorder = served_fixtures(lambda: make_strict_upstream(skip_rules=OPENAI_SKIPS), "strict_upstream", "recorder")
+proxy_url = proxy_fixture("proxy_url", "strict_upstream")

@@ -1,5 +1,5 @@
 """Gemini histories in the shapes a Gemini rule walks at length, of any size, with what memory holds for them: the
-linear-work tests (tests/test_linear_repair.py) repair each twice as long and count the work."""
+linear-work tests (tests/unit/repair/test_linear_repair.py) repair each twice as long and count the work."""
 
 from collections.abc import Callable
 from typing import Any

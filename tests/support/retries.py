@@ -1,33 +1,23 @@
 """What the tests of an upstream refusal toolmend retries once share (AM-14 for Messages, RS-11 and RS-8 for
-Responses): respx as the upstream, a route answering a script of responses in turn, the bodies it received, and the
-body the request path would send again.
-
-``upstream`` is a fixture: a test module that uses it imports it by name."""
+Responses): a route of the respx upstream (the ``upstream`` fixture of tests/conftest.py) answering a script of responses
+in turn, the bodies it received, and the body the request path would send again."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 import respx
 
 from proxy.dialects.dialect import ListHistory, retry
 from proxy.dialects.refusal import Leaving, chosen, read
 from proxy.repair import Policy, Profile
-from tests.support.proxy_fixtures import UPSTREAM, ScriptedStream
+from tests.support.proxy_fixtures import ScriptedStream
 
 #: How much of an answer's body a respx answer in ``pieces`` yields at a time: far below the 64 KB toolmend reads of
 #: a refusal, so a reader that stops at its bound leaves most of the body unread.
 PIECE = 1024
-
-
-@pytest.fixture
-def upstream() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=UPSTREAM, assert_all_called=False) as mock:
-        yield mock
 
 
 def scripted(upstream: respx.MockRouter, path: str, *answers: httpx.Response) -> respx.Route:
