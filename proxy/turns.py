@@ -10,6 +10,8 @@ the wire protocol (``dialect``) that produced it:
   ``encrypted_content``, calls of every type, messages), under ``items``, and the response's ``response_id``.
 - ``messages`` (Anthropic Messages): the whole assistant ``blocks`` in order (thinking with its signature,
   redacted thinking, text, ``tool_use``), without streaming-only keys, and the message's ``message_id``.
+- ``gemini`` (Gemini's native API): every part of one ``model`` content in order (``thoughtSignature`` on the part
+  it came on, thought parts, ``functionCall``), under ``parts``; ``ids`` by ``proxy.dialects.gemini.keys``.
 
 ``ids`` lists what the turn is recalled by (its call ids, and the response id where there is one). A chat
 turn leaves it out: its call ids are read from ``tool_calls``, as for every turn stored before dialects.
@@ -17,7 +19,7 @@ turn leaves it out: its call ids are read from ``tool_calls``, as for every turn
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-Dialect = Literal["chat", "responses", "messages"]
+Dialect = Literal["chat", "responses", "messages", "gemini"]
 
 
 class Turn(TypedDict):
@@ -33,6 +35,8 @@ class Turn(TypedDict):
     # messages
     blocks: NotRequired[list[dict[str, Any]]]
     message_id: NotRequired[str | None]
+    # gemini
+    parts: NotRequired[list[dict[str, Any]]]
 
 
 def make_turn(
@@ -46,7 +50,7 @@ def make_turn(
 
 def entry_count(turn: Turn) -> int:
     """How many entries a turn holds (chat calls, Responses items or Messages blocks), read off its list, not walked."""
-    entries = turn.get("tool_calls", turn.get("items", turn.get("blocks")))
+    entries = turn.get("tool_calls", turn.get("items", turn.get("blocks", turn.get("parts"))))
     return len(entries) if isinstance(entries, list) else 0
 
 

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from proxy.cli import main
+from tests.support.gemini_validator import check as server_check
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEAN = {"model": "m", "messages": [{"role": "user", "content": "hi"},
@@ -355,3 +356,46 @@ def test_serve_runs_uvicorn_without_the_layers_toolmend_does_not_use(monkeypatch
     monkeypatch.setattr(proxy.logs, "configure", lambda level, log_format: None)
     assert main(["serve", "--upstream", "http://127.0.0.1:9/v1", "--memory", f"sqlite:///{tmp_path}/m.db"]) == 0
     assert ran["proxy_headers"] is False and ran["access_log"] is False and ran["ws"] == "none"
+
+
+# --------------------------------------------------------------------------------------------------
+# Gemini (--api gemini, or auto by a body's contents)
+# --------------------------------------------------------------------------------------------------
+
+GEMINI_Q = {"role": "user", "parts": [{"text": "Weather in Paris and Rome?"}]}
+GEMINI_CALLS = {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "weather", "args": {"city": "Paris"}}},
+                                    {"functionCall": {"id": "c2", "name": "weather", "args": {"city": "Rome"}}}]}
+GEMINI_ANSWER_A = {"role": "user", "parts": [{"functionResponse": {"id": "c1", "name": "weather", "response": {"temp": "18C"}}}]}
+GEMINI_ANSWER_B = {"role": "user", "parts": [{"functionResponse": {"id": "c2", "name": "weather", "response": {"temp": "24C"}}}]}
+GEMINI_SPLIT = {"contents": [GEMINI_Q, GEMINI_CALLS, GEMINI_ANSWER_A, GEMINI_ANSWER_B]}
+
+
+def test_a_gemini_body_is_read_by_its_shape_and_its_split_responses_found(tmp_path, capsys):
+    code, out, err = check(capsys, write(tmp_path, orjson.dumps(GEMINI_SPLIT).decode()))
+    assert (code, err) == (1, "")
+    assert [line.split()[:3] for line in out.splitlines() if line.startswith("contents[")] == [
+        ["contents[3]", "TM601", "split-function-responses"]]
+    clean = {"contents": [GEMINI_Q, GEMINI_CALLS, {"role": "user", "parts": [*GEMINI_ANSWER_A["parts"], *GEMINI_ANSWER_B["parts"]]}]}
+    assert check(capsys, "--api", "gemini", write(tmp_path, orjson.dumps(clean).decode()))[:2] == (0, "clean: 1 document(s), nothing to repair\n")
+
+
+def test_gemini_fix_prints_a_body_the_strict_server_accepts(tmp_path, capsys):
+    assert server_check(GEMINI_SPLIT) is not None
+    code, out, _ = check(capsys, "--api", "gemini", "--fix", write(tmp_path, orjson.dumps(GEMINI_SPLIT).decode()))
+    assert code == 1 and server_check(orjson.loads(out)) is None
+
+
+def test_the_vertex_profile_and_the_body_model_give_the_target(tmp_path, capsys):
+    path = write(tmp_path, orjson.dumps({**GEMINI_SPLIT, "model": "gemini-2.5-pro"}).decode())
+    code, out, _ = check(capsys, "--api", "gemini", "--profile", "vertex", "--format", "json", path)
+    assert code == 1 and "TM608" in {row["code"] for row in orjson.loads(out)}  # Vertex before Gemini 3 refuses ids
+    code, out, _ = check(capsys, "--api", "gemini", "--format", "json", path)
+    assert "TM608" not in {row["code"] for row in orjson.loads(out)}
+
+
+def test_list_rules_lists_the_gemini_rules(capsys):
+    assert main(["check", "--list-rules"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    for code in [f"TM6{n:02}" for n in range(1, 11)]:
+        [line] = [line for line in out if line.startswith(code + " ")]
+        assert "[api: gemini]" in line

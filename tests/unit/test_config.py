@@ -4,7 +4,10 @@ import os
 
 import pytest
 
+from proxy.app import create_app
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, load
+from proxy.memory.inprocess import InProcessStore
+from proxy.repair import Policy
 
 
 def flags(**given):
@@ -160,3 +163,16 @@ def test_profile_is_detected_from_the_upstream_host(upstream, expected):
 def test_unknown_profile_is_refused():
     with pytest.raises(ConfigError, match="--profile 'bogus' is unknown"):
         load(flags(profile="bogus"), {})
+
+
+def test_dummy_signatures_are_off_unless_opted_in() -> None:
+    assert load({}, {}).dummy_signatures is False
+    assert load({"dummy_signatures": True}, {}).dummy_signatures is True
+    assert load({}, {"TOOLMEND_DUMMY_SIGNATURES": "true"}).dummy_signatures is True
+    assert Policy().dummy_signatures is False
+
+
+async def test_the_opt_in_reaches_the_repair_policy() -> None:
+    app = create_app(Settings(dummy_signatures=True), store=InProcessStore(60, 10))
+    async with app.router.lifespan_context(app):
+        assert app.state.proxy.policy == Policy(dummy_signatures=True)

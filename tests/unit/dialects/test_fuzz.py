@@ -27,6 +27,10 @@ from hypothesis import strategies as st
 from proxy.dialects import MESSAGES, RESPONSES
 from proxy.dialects.chat.profiles import PROFILES
 from proxy.dialects.dialect import Dialect
+from proxy.dialects.gemini.keys import turn_ids
+from proxy.dialects.gemini.plan import plan as gemini_plan
+from proxy.dialects.gemini.profiles import gemini_profile
+from proxy.dialects.gemini.target import GeminiTarget
 from proxy.dialects.messages.capture import turns_from_json as messages_turns
 from proxy.dialects.responses.capture import turns_from_json as responses_turns
 from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES
@@ -246,3 +250,73 @@ async def test_http_responses_never_5xx(payload: bytes, upstream_answer: dict[st
 @given(payload=payloads(messages_bodies), upstream_answer=messages_answers, path=st.sampled_from(MESSAGES.paths))
 async def test_http_messages_never_5xx(payload: bytes, upstream_answer: dict[str, Any], path: str) -> None:
     event(await check_http(MESSAGES, path, payload, upstream_answer))
+
+
+# --- Gemini: contents, with the repair core's library entry (plan(body, profile, target)) --------------------------
+# Generated ``contents`` lists (valid parts, broken orders, duplicate ids, calls and responses with and without ids and
+# names, signatures, any JSON type in any field, unknown roles), with or without the remembered turns of their own
+# model contents, for a target that checks signatures and takes ids and one that does neither, under every orphan and
+# thinking policy and the dummy-signature opt-in.
+
+#: A target that checks signatures and takes ids, and one that does neither.
+GEMINI_TARGETS = (GeminiTarget("developer", "gemini-3-pro-preview"), GeminiTarget("vertex", "gemini-2.5-pro"))
+GEMINI_POLICIES = (*(Policy(orphans=orphans) for orphans in ORPHAN_POLICIES), Policy(thinking="reject"), Policy(dummy_signatures=True))
+
+G_IDS = either(st.sampled_from(["c1", "c2", "c3", ""]))
+G_NAMES = either(st.sampled_from(["f", "g", ""]))
+g_call = st.fixed_dictionaries({"name": G_NAMES}, optional={"args": either(st.dictionaries(st.sampled_from("ab"), json_values, max_size=2)),
+                                                        "id": G_IDS})
+g_response = st.fixed_dictionaries({"name": G_NAMES}, optional={"response": json_values, "id": G_IDS})
+G_SIGNATURES = either(st.sampled_from(["c2lnMQ==", "c2lnMg==", "skip_thought_signature_validator", ""]))
+g_part = st.one_of(
+    st.fixed_dictionaries({"functionCall": either(g_call)}, optional={"thoughtSignature": G_SIGNATURES}),
+    st.fixed_dictionaries({"functionResponse": either(g_response)}),
+    st.fixed_dictionaries({"text": either(texts)}, optional={"thought": either(st.booleans()), "thoughtSignature": G_SIGNATURES}),
+    st.fixed_dictionaries({"inlineData": json_values}),
+    st.just({}),
+    json_values,
+)
+g_content = st.fixed_dictionaries({}, optional={"role": either(st.sampled_from(["user", "model", "function", "tool", "assistant", "system"])),
+                                              "parts": either(with_duplicates(g_part))})
+gemini_bodies = st.fixed_dictionaries({"contents": either(with_duplicates(st.one_of(g_content, g_content, g_content, json_values)))},
+                               optional={"tools": either(st.lists(st.fixed_dictionaries({"functionDeclarations": st.lists(
+                                   st.fixed_dictionaries({"name": G_NAMES}), max_size=2)}), max_size=1))})
+
+
+def gemini_remembered(body: dict[str, Any]) -> dict[str, Turn]:
+    """What memory would hold had the upstream answered with the body's own model contents."""
+    contents = body.get("contents")
+    memory: dict[str, Turn] = {}
+    for entry in contents if type(contents) is list else ():
+        parts = entry.get("parts") if type(entry) is dict else None
+        if type(parts) is list and (ids := turn_ids(parts)):
+            turn: Turn = {"dialect": "gemini", "parts": copy.deepcopy([p for p in parts if type(p) is dict]), "ids": ids}
+            memory.update(dict.fromkeys(ids, turn))
+    return memory
+
+
+def gemini_repaired(body: dict[str, Any], target: GeminiTarget, policy: Policy, memory: dict[str, Turn]) -> Result | None:
+    planned = gemini_plan(body, gemini_profile(target.family), target)
+    if planned is None:
+        return None
+    return planned.repair({key: memory[key] for key in planned.recall if key in memory}, policy)
+
+
+@ENGINE
+@given(body=gemini_bodies, memory=st.booleans())
+# Found by this property: responses the orphan policy dropped from between two model contents left them side by side.
+@example(body={"contents": [{"role": "model", "parts": [{"text": "a"}, {"functionResponse": {"name": "f"}}]},
+                            {"role": "model", "parts": [{"text": "b"}, {"functionResponse": {"name": "f"}}]}]}, memory=False)
+def test_gemini_engine_never_raises_and_repairs_once(body: dict[str, Any], memory: bool) -> None:
+    turns = gemini_remembered(body) if memory else {}
+    sent = copy.deepcopy(body)
+    for target in GEMINI_TARGETS:
+        for policy in GEMINI_POLICIES:
+            result = gemini_repaired(body, target, policy, turns)
+            assert body == sent, "the repair changed the request it was given"
+            if result is None or not result.changed:
+                continue
+            encoded = orjson.dumps(result.body)
+            again = gemini_repaired(result.body, target, policy, turns)
+            assert again is None or (again.rejected is None and not again.changed), (target, policy, again)
+            assert orjson.dumps(result.body) == encoded, "the second repair changed the first one's body"

@@ -1,0 +1,1 @@
+"""Gemini's native API (``generateContent``, ``streamGenerateContent``): a history of ``contents`` made of parts."""
