@@ -15,6 +15,7 @@ from proxy.access import Access
 from proxy.config import Settings
 from proxy.credentials import Carriers
 from proxy.dialects import DIALECTS
+from proxy.dialects.gemini import VERSIONS
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
 from proxy.forward import Upstream
@@ -34,6 +35,9 @@ from proxy.transport import FastTransport
 log = logging.getLogger("toolmend")
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+#: The versions whose paths pass through when no dialect repairs them: ``/v1`` (OpenAI's, Anthropic's, Gemini's) and
+#: Gemini's others.
+PASSED = VERSIONS
 
 
 def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> Starlette:
@@ -78,22 +82,22 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             await upstream_transport.aclose()
             await memory.close()
 
-    # Every repaired endpoint, at /v1 and under each route prefix; everything else under /v1/ passes through.
-    repaired = [(path, handle) for dialect in DIALECTS for handle in (endpoint(dialect),) for path in dialect.paths]
+    # Every repaired endpoint, at the root and under each route prefix; everything else under a version passes through.
+    repaired = [(mount, handle) for dialect in DIALECTS for handle in (endpoint(dialect),) for mount in dialect.mounts]
     prefixed = [
         route
         for spec in settings.routes
         if spec.prefix is not None
-        for route in (*(Route(spec.prefix + "/v1" + path, handle, methods=["POST"]) for path, handle in repaired),
-                      Route(spec.prefix + "/v1/{path:path}", pass_through, methods=METHODS))
+        for route in (*(Route(spec.prefix + mount, handle, methods=["POST"]) for mount, handle in repaired),
+                      *(Route(spec.prefix + version + "/{path:path}", pass_through, methods=METHODS) for version in PASSED))
     ]
     return Starlette(
         routes=[
-            *(Route("/v1" + path, handle, methods=["POST"]) for path, handle in repaired),
+            *(Route(mount, handle, methods=["POST"]) for mount, handle in repaired),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
-            Route("/v1/{path:path}", pass_through, methods=METHODS),
+            *(Route(version + "/{path:path}", pass_through, methods=METHODS) for version in PASSED),
             *prefixed,
         ],
         middleware=[Middleware(Observer, metrics=metrics), Middleware(BodyDeadline, seconds=settings.client_timeout)],
@@ -144,7 +148,8 @@ async def readyz(request: Request) -> Response:
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
-    return error_response(404, f"toolmend serves /v1/... only: no route for {request.method} {request.url.path}.", code="not_found")
+    return error_response(404, f"toolmend serves /v1/... (and Gemini's /v1beta/...) only: no route for {request.method} "
+                               f"{request.url.path}.", code="not_found")
 
 
 async def not_allowed(request: Request, exc: Exception) -> Response:

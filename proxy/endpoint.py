@@ -24,7 +24,7 @@ from starlette.responses import Response
 from proxy.access import Denied
 from proxy.config import Settings
 from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Planned, RefusalFix, retry
+from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Planned, RefusalFix, Target, retry
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.forward import UpstreamError
@@ -96,13 +96,15 @@ def endpoint(dialect: Dialect) -> Handler:
             # Refused before the body is read when no route the model could pick would admit this client.
             state.access.check(headers, query, state.router.candidates(target, query))
             body, parsed, mended = await _read_request(request, dialect, state.settings)
-            route, path = state.router.select(target, query, parsed.get("model"))
+            aim = dialect.target(target, parsed)
+            route, path = state.router.select(target, query, aim.model)
             state.access.check(headers, query, (route,))
             scope = memory_scope(route.tenant(headers, query), dialect)
-            chosen = route.profile_for(parsed.get("model"))
+            chosen = route.profile_for(aim.model)
             line.tenant, line.profile = scope[:8], chosen.name
             profile = dialect.profile(chosen.name)
-            outgoing, repairs, extra_headers = await _repair_request(request, dialect, profile, scope, body, parsed, mended, line)
+            read = Read(body, parsed, mended, aim)
+            outgoing, repairs, extra_headers = await _repair_request(request, dialect, profile, scope, read, line)
             exchange = Exchange(request, state, dialect, route, path, profile, scope, line)
             sent = Sent(outgoing, parsed if outgoing is body else None, repairs, extra_headers)
             sent = await _unrefused(exchange, sent)
@@ -122,7 +124,7 @@ def endpoint(dialect: Dialect) -> Handler:
             await state.store.remember(scope, turns)
 
         limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
-        return await relay_answer(answer, dialect.capture, remember, limit, extra_headers)
+        return await relay_answer(answer, dialect.capture, remember, limit, extra_headers, streamed=aim.streamed)
 
     return handle
 
@@ -168,8 +170,19 @@ async def _read_request(request: Request, dialect: Dialect, settings: Settings) 
     return body, parsed, mended
 
 
-async def _repair_request(request: Request, dialect: Dialect, profile: Profile, scope: str, body: bytes, parsed: dict,
-                          mended: Counter[str], line: RequestLine) -> tuple[bytes, Counter[str], list[tuple[bytes, bytes]]]:
+@dataclass(frozen=True, slots=True)
+class Read:
+    """The request as read: its body as sent (or as mended before parsing, with what was mended by rule code), parsed,
+    and what its path and body say (``Dialect.target``)."""
+
+    body: bytes
+    parsed: dict
+    mended: Counter[str]
+    target: Target
+
+
+async def _repair_request(request: Request, dialect: Dialect, profile: Profile, scope: str, read: Read,
+                          line: RequestLine) -> tuple[bytes, Counter[str], list[tuple[bytes, bytes]]]:
     """What to send upstream: the client's own bytes (or the bytes as mended before parsing), or the repaired
     body, with what was done by rule code and the headers saying so.
 
@@ -178,7 +191,8 @@ async def _repair_request(request: Request, dialect: Dialect, profile: Profile, 
     heap frozen for the cycle collector (``heap_frozen``); so does the repair of a small body that recalls large
     turns (``_runner``), watching the client meanwhile (``_repaired_beside``)."""
     state: ProxyState = request.app.state.proxy
-    planned = await _runner(body)(dialect.plan, parsed, profile)
+    body, mended = read.body, read.mended
+    planned = await _runner(body)(read.target.plan, read.parsed, profile)
     outgoing: bytes | None = body
     counts: Counter[str] = Counter()
     calls: Counter[CallSource] = Counter()

@@ -30,16 +30,17 @@ REQUEST_ID_SHAPE = re.compile(rb"[A-Za-z0-9_.:/+=@-]{1,128}")
 QUIET_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes: counted, logged at debug only
 
 
-#: The metrics label of each repaired endpoint: its dialect's name.
-REPAIRED_PATHS = {"/v1" + path: dialect.name for dialect in DIALECTS for path in dialect.paths}
+#: A path below an API version: OpenAI's and Anthropic's ``/v1/``, Gemini's ``/v1beta/``...
+VERSIONED = re.compile(r"/v1(?:beta1?|alpha)?/")
 
 
 def route_of(path: str) -> str:
-    """The metrics label of a path; a route prefix (``/mistral/v1/...``) counts like the path under it."""
-    for suffix, label in REPAIRED_PATHS.items():
-        if path.endswith(suffix):
-            return label
-    if "/v1/" in path:
+    """The metrics label of a path (never its query): the dialect that repairs it, else ``passthrough`` below a version;
+    a route prefix (``/mistral/v1/...``) counts like the path under it."""
+    for dialect in DIALECTS:
+        if dialect.repairs(path):
+            return dialect.name
+    if VERSIONED.search(path):
         return "passthrough"
     return path.strip("/") if path in QUIET_PATHS else "other"
 

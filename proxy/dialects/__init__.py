@@ -9,12 +9,13 @@ from collections.abc import Iterable
 
 from proxy.dialects.chat import CHAT
 from proxy.dialects.dialect import Dialect
+from proxy.dialects.gemini import GEMINI
 from proxy.dialects.messages import MESSAGES
 from proxy.dialects.responses import RESPONSES
 from proxy.errors import Render, error_response
 
 #: Every repaired endpoint, by dialect.
-DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES, MESSAGES)
+DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES, MESSAGES, GEMINI)
 
 
 def error_shape(path: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> Render:
@@ -23,12 +24,11 @@ def error_shape(path: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> Rende
     (``/v1/models``), Anthropic's for a client that says it speaks Anthropic's API (``anthropic-version``);
     else OpenAI's. Pass-through errors use it too."""
     for dialect in DIALECTS:
-        endpoint = "/v1" + dialect.path
-        if path.endswith(endpoint) or endpoint + "/" in path:
+        if dialect.speaks(path):
             return dialect.error
     if any(name.lower() == b"anthropic-version" for name, _ in headers):
         return MESSAGES.error
     return error_response
 
 
-__all__ = ["CHAT", "DIALECTS", "MESSAGES", "RESPONSES", "Dialect", "error_shape"]
+__all__ = ["CHAT", "DIALECTS", "GEMINI", "MESSAGES", "RESPONSES", "Dialect", "error_shape"]

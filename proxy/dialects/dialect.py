@@ -41,6 +41,17 @@ class Planned(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a request's path and body say before it is planned: the model its route and profile are chosen by, how
+    the dialect plans it (``Dialect.plan``, or a plan bound to what the path says: Gemini's endpoint and model), and
+    whether its answer is a stream whatever its content type says (Gemini's JSON-array stream)."""
+
+    model: object
+    plan: Callable[[dict[str, Any], Profile], "Planned | None"]
+    streamed: bool = False
+
+
 class Dialect(Protocol):
     # Read-only members (properties), so that a dialect may declare them with its own narrower types.
     @property
@@ -57,6 +68,23 @@ class Dialect(Protocol):
     def paths(self) -> tuple[str, ...]:
         """Every endpoint below ``/v1`` whose body carries the same history (``path`` first): Messages'
         ``count_tokens`` is repaired too, so it counts what will be sent and follows the same model route."""
+        ...
+
+    @property
+    def mounts(self) -> tuple[str, ...]:
+        """The request paths it repairs, below a route prefix, as Starlette patterns (``/v1/chat/completions``)."""
+        ...
+
+    def repairs(self, path: str) -> bool:
+        """Whether a request path (below any route prefix) is one it repairs: its metrics label is the dialect's."""
+        ...
+
+    def speaks(self, path: str) -> bool:
+        """Whether a request path is its protocol's (one it repairs, or one below it): errors come in its shape."""
+        ...
+
+    def target(self, raw_path: bytes, body: dict[str, Any]) -> Target:
+        """What the request's path (as sent) and parsed body say: its model, its plan, whether its answer streams."""
         ...
 
     @property
@@ -115,6 +143,8 @@ class Dialect(Protocol):
         ...
 
 
+#: The version below which the OpenAI and Anthropic endpoints are served (``/v1/chat/completions``).
+VERSION = "/v1"
 #: The status of a stream that may open with a refusal.
 STREAMED = 200
 
@@ -156,11 +186,28 @@ class ListHistory:
     #: Besides each entry's ``content`` list, the key of another list of it whose elements ``history_length`` counts
     #: (chat's ``tool_calls``), if any.
     also_counted: str | None = None
+    #: The key of each entry's list that ``history_length`` counts the elements of (Gemini's ``parts``).
+    entries_key = "content"
     history_entries: str
+    plan: Callable[[dict[str, Any], Profile], Planned | None]
 
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.path,)
+
+    @property
+    def mounts(self) -> tuple[str, ...]:
+        return tuple(VERSION + path for path in self.paths)
+
+    def repairs(self, path: str) -> bool:
+        return any(path.endswith(mount) for mount in self.mounts)
+
+    def speaks(self, path: str) -> bool:
+        endpoint = VERSION + self.path
+        return path.endswith(endpoint) or endpoint + "/" in path
+
+    def target(self, raw_path: bytes, body: dict[str, Any]) -> Target:
+        return Target(body.get("model"), self.plan)
 
     def history_length(self, body: dict[str, Any], most: int) -> int:
         history = body.get(self.history_key)
@@ -171,7 +218,7 @@ class ListHistory:
             if count > most:
                 break
             if type(entry) is dict:
-                if type(content := entry.get("content")) is list:
+                if type(content := entry.get(self.entries_key)) is list:
                     count += len(content)
                 if also is not None and type(more := entry.get(also)) is list:
                     count += len(more)

@@ -1,1 +1,110 @@
-"""Gemini's native API (``generateContent``, ``streamGenerateContent``): a history of ``contents`` made of parts."""
+"""Gemini's native API (``generateContent``, ``streamGenerateContent``): a history of ``contents`` made of parts.
+
+Served at the paths Google's clients call below their base URL, toolmend's address (Gemini CLI's
+``GOOGLE_GEMINI_BASE_URL``, google-genai's ``http_options.base_url``), also below a route prefix: the Developer API's
+``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (``/v1`` and ``/v1alpha`` alike), and
+Vertex AI's ``/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:...`` (``/v1beta1`` too, and the
+express form without project). The version stays in the path that goes upstream (``proxy/router.py``): a Gemini route's
+``--upstream`` is the host alone (``https://generativelanguage.googleapis.com``). The model and whether the answer
+streams come from the path; ``:streamGenerateContent`` answers server-sent events with ``?alt=sse`` and one JSON array
+without it, and ``capture.py`` reads both as they are relayed. The other Gemini paths (``countTokens``, ``models``,
+files, caches) pass through; toolmend's own errors on every Gemini path are in Google's envelope.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+from starlette.responses import Response
+
+from proxy.dialects.dialect import ListHistory, Target, rejection
+from proxy.dialects.gemini.capture import CAPTURE
+from proxy.repair import Finding, Profile
+from proxy.repair.profiles import get_profile
+from proxy.turns import Dialect as DialectName
+
+#: The versions Google serves Gemini under; ``v1beta1`` is Vertex's, ``v1beta`` and ``v1alpha`` the Developer API's.
+VERSIONS = ("/v1", "/v1beta", "/v1beta1", "/v1alpha")
+#: Where the model's name stands in each path form: the Developer API's, Vertex's, Vertex express mode's.
+MODEL_PATHS = ("/models/{model}", "/projects/{project}/locations/{location}/publishers/google/models/{model}",
+               "/publishers/google/models/{model}")
+#: The methods whose body carries a history: repaired, captured.
+METHODS = ("generateContent", "streamGenerateContent")
+STREAMED = "streamGenerateContent"
+#: A repaired endpoint below any route prefix: the version, the path form, the model and the method.
+ENDPOINT = re.compile(r"/(?:v1|v1beta|v1beta1|v1alpha)(?P<vertex>/projects/[^/]+/locations/[^/]+/publishers/google"
+                      r"|/publishers/google)?/models/(?P<model>[^/]+):(?P<method>generateContent|streamGenerateContent)$")
+#: Any path of Google's API below a route prefix: a Gemini version, or Vertex's resources and model methods under ``/v1``.
+GOOGLE_PATH = re.compile(r"/(?:v1beta1?|v1alpha)/|/v1/(?:projects|publishers)/|/v1/models/[^/]+:[A-Za-z]+$")
+
+Family = Literal["developer", "vertex"]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """What the path says a request goes to: the API family (the Developer API or Vertex AI) and the model."""
+
+    family: Family
+    model: str
+
+
+def endpoint_of(raw_path: bytes) -> tuple[Endpoint, bool] | None:
+    """The endpoint a request target names and whether its answer streams; None for a path this dialect does not
+    repair (Starlette only routes those that are)."""
+    found = ENDPOINT.search(raw_path.decode("latin-1"))
+    if found is None:
+        return None
+    return Endpoint("vertex" if found["vertex"] else "developer", found["model"]), found["method"] == STREAMED
+
+
+def google_error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None, headers: dict[str, str] | None = None) -> Response:
+    """A :class:`proxy.errors.Render` in Google's envelope: ``{"error": {"code", "message", "status"}}``."""
+    body = {"error": {"code": status, "message": message, "status": STATUS_NAMES.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")}}
+    return Response(orjson.dumps(body), status, headers, media_type="application/json")
+
+
+#: google.rpc.Code names by HTTP status.
+STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL",
+                501: "NOT_IMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+
+class GeminiDialect(ListHistory):
+    name: DialectName = "gemini"
+    path = ""
+    paths = ()
+    mounts = tuple(version + form + ":" + method for version in VERSIONS for form in MODEL_PATHS for method in METHODS)
+    history_key = "contents"
+    entries_key = "parts"
+    history_entries = "contents and their parts"
+    capture = CAPTURE
+    error = staticmethod(google_error)
+
+    def repairs(self, path: str) -> bool:
+        return ENDPOINT.search(path) is not None
+
+    def speaks(self, path: str) -> bool:
+        return GOOGLE_PATH.search(path) is not None
+
+    def target(self, raw_path: bytes, body: dict[str, Any]) -> Target:
+        found = endpoint_of(raw_path)
+        if found is None:
+            return Target(None, self.plan)
+        endpoint, streamed = found
+        return Target(endpoint.model, self.plan, streamed)
+
+    def profile(self, name: str) -> Profile:
+        return get_profile(name)
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> None:
+        return None
+
+    def rejection(self, finding: Finding) -> Response:
+        return rejection(finding, google_error, f"contents[{finding.index}]", f"contents[{finding.index}]")
+
+
+GEMINI = GeminiDialect()
+
+__all__ = ["GEMINI", "Endpoint", "GeminiDialect"]
