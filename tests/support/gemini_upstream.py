@@ -60,6 +60,10 @@ class GeminiRecorder:
     emitted: list[dict[str, Any]] = field(default_factory=list)
     rejections: list[dict[str, Any]] = field(default_factory=list)
     minted: set[bytes] = field(default_factory=set)
+    #: When set, a stream's answer waits after its first piece until this event is set (10 s at most; then
+    #: ``gave_up_holding``), so a test can tell that the first piece reached the client before the rest was sent.
+    hold: threading.Event | None = None
+    gave_up_holding: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def reset(self) -> None:
@@ -171,7 +175,7 @@ def make_gemini_upstream(parallel: int = PARALLEL) -> tuple[Starlette, GeminiRec
         except orjson.JSONDecodeError:
             body = None
         recorder.add("requests", Received(raw, request.headers, body, request.url.path + ("?" + request.url.query if request.url.query else "")))
-        model, method = request.path_params["model"], request.path_params["method"]
+        model, method = request.path_params["model"], request.url.path.rpartition(":")[2]
         contents = body.get("contents") if type(body) is dict else None
         if type(contents) is not list or not contents:
             return google_error(400, "* GenerateContentRequest.contents: contents is not specified")
@@ -186,19 +190,26 @@ def make_gemini_upstream(parallel: int = PARALLEL) -> tuple[Starlette, GeminiRec
         # One part per chunk; the last chunk carries the finish reason.
         chunks = [orjson.dumps(chunk([part], i == len(parts) - 1, model)) for i, part in enumerate(parts)]
         if request.query_params.get("alt") == "sse":
-            return StreamingResponse(_paced([b"data: " + c + b"\r\n\r\n" for c in chunks]), media_type="text/event-stream")
+            return StreamingResponse(paced([b"data: " + c + b"\r\n\r\n" for c in chunks]), media_type="text/event-stream")
         array = b"[" + b"\n,\r\n".join(chunks) + b"]"
         # Written in pieces that end inside elements, as Google's array stream arrives.
-        pieces = [array[i:i + 37] for i in range(0, len(array), 37)]
-        return StreamingResponse(_paced(pieces), media_type="application/json")
+        return StreamingResponse(paced([array[i:i + 37] for i in range(0, len(array), 37)]), media_type="application/json")
 
-    routes = [Route(version + form + "/models/{model}:{method}", generate, methods=["POST"])
+    async def paced(pieces: list[bytes]) -> AsyncIterator[bytes]:
+        for number, piece in enumerate(pieces):
+            yield piece
+            if number == 0 and recorder.hold is not None:
+                recorder.gave_up_holding = not await asyncio.to_thread(recorder.hold.wait, 10)
+            await asyncio.sleep(0)  # each piece its own write
+
+    async def other(request: Request) -> Response:
+        """Any other path: recorded, and answered with what was asked."""
+        raw = await request.body()
+        recorder.add("requests", Received(raw, request.headers, None, request.url.path + ("?" + request.url.query if request.url.query else "")))
+        return Response(orjson.dumps({"passed": request.method + " " + request.url.path}), media_type="application/json")
+
+    routes = [Route(version + form + "/models/{model}:" + method, generate, methods=["POST"])
               for version in ("/v1beta", "/v1", "/v1beta1")
-              for form in ("", "/projects/{project}/locations/{location}/publishers/google")]
-    return Starlette(routes=routes), recorder
-
-
-async def _paced(pieces: list[bytes]) -> AsyncIterator[bytes]:
-    for piece in pieces:
-        yield piece
-        await asyncio.sleep(0)  # each piece its own write
+              for form in ("", "/projects/{project}/locations/{location}/publishers/google", "/publishers/google")
+              for method in ("generateContent", "streamGenerateContent")]
+    return Starlette(routes=[*routes, Route("/{path:path}", other, methods=["GET", "POST"])]), recorder
