@@ -11,6 +11,8 @@ ORPHAN_POLICIES: tuple[OrphanPolicy, ...] = ("synthesize", "drop", "reject")
 #: ``thinking`` off for that one request, or refuse it; and when the upstream refuses a thinking block's signature
 #: (AM-14), or a Responses upstream cannot verify the encrypted content of reasoning items (RS-11): send the request
 #: once more without that thinking or reasoning, or relay the refusal. Thinking and reasoning are never made up.
+#: Gemini 3 (GN-11): a call of the current turn whose thought signature memory does not hold is turned into text
+#: (``drop``) or refused (``reject``), unless ``Policy.dummy_signatures`` opts into Google's documented dummy value.
 ThinkingPolicy = Literal["drop", "reject"]
 THINKING_POLICIES: tuple[ThinkingPolicy, ...] = ("drop", "reject")
 
@@ -63,6 +65,9 @@ class Policy:
     placeholder: str = DEFAULT_PLACEHOLDER
     placeholder_name: str = DEFAULT_PLACEHOLDER_NAME
     thinking: ThinkingPolicy = "drop"
+    #: Opt-in: give such a Gemini call the dummy signature Google documents (``skip_thought_signature_validator``)
+    #: instead of the thinking policy's text or refusal.
+    dummy_signatures: bool = False
 
     def __post_init__(self) -> None:
         if self.orphans not in ORPHAN_POLICIES:

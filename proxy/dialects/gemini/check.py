@@ -1,0 +1,143 @@
+"""The fast path: does a Gemini ``contents`` list need nothing from the rules? One pass, like the other dialects'.
+
+Most requests are valid and must cost no more than parsing their body. ``inspect`` says whether any rule would
+change the contents, and which remembered turns the repair would consult: the calls of orphan responses (by their
+ids), and, for a model that checks thought signatures (Gemini 3), the calls of the current turn's steps that came
+without theirs (by ``keys.call_key``). A request whose only need is a signature is broken too: sent as it is, the
+upstream refuses it, so TM609 looks in memory and TM610 applies the policy when memory has nothing.
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.dialects.gemini.keys import call_key
+from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, SIGNATURE, USER
+from proxy.dialects.gemini.rules.empty_parts import is_empty
+from proxy.dialects.gemini.rules.legacy_role import ROLES
+from proxy.dialects.gemini.target import GeminiTarget
+
+
+@dataclass(slots=True)
+class Inspection:
+    broken: bool = False
+    #: Keys whose remembered turns the repair may need: orphan response ids, unsigned calls' keys.
+    wanted: list[str] = field(default_factory=list)
+
+
+def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
+    """One pass over ``contents``. The rules' own tests are inlined (each line names the rule it mirrors): this runs on
+    every request."""
+    found = Inspection()
+    contents = body.get("contents")
+    if type(contents) is not list or not contents:
+        return found  # nothing to repair: an empty history is the upstream's to refuse
+    takes_ids, signs = target.takes_ids, target.signs_calls
+    broken = False
+    declared: set[str] = set()  # every call id so far
+    answering: list[str] = []  # ids of responses that answer no call of the content before them
+    pending: list[tuple[str | None, Any]] | None = None  # the (id, name) of the calls of the content before, if a call content
+    real = 0  # where the current turn starts: after the last user content that is not only responses
+    unsigned: list[tuple[int, list[Any]]] = []  # the model contents whose first call part has no signature
+    model_before = False
+    for index, content in enumerate(contents):
+        if type(content) is not dict:
+            broken = broken or pending is not None  # TM104: its calls are answered by nothing
+            pending, model_before = None, False
+            continue
+        role = content.get("role", USER)
+        if type(role) is str and role in ROLES:
+            broken = True  # TM605 (GN-5)
+            role = ROLES[role]
+        parts = content.get("parts")
+        if type(parts) is not list or not parts:
+            broken = broken or parts == [] or "parts" not in content or pending is not None  # TM607 (GN-10), TM104
+            pending, model_before = None, False
+            continue
+        calls: list[tuple[str | None, Any]] = []
+        responses: list[tuple[str | None, Any]] = []
+        others = 0
+        first_signed: bool | None = None
+        for part in parts:
+            if type(part) is not dict:
+                others += 1
+                continue
+            if (call := part.get(CALL)) is not None and type(call) is dict:
+                cid = call.get("id")
+                if "id" in call and not takes_ids:
+                    broken = True  # TM608 (GN-9)
+                if type(cid) is str and cid:
+                    if cid in declared:
+                        broken = True  # TM107 (GN-8)
+                    declared.add(cid)
+                else:
+                    cid = None
+                calls.append((cid, call.get("name")))
+                if first_signed is None:
+                    first_signed = SIGNATURE in part
+            elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
+                rid = response.get("id")
+                if "id" in response and not takes_ids:
+                    broken = True  # TM608 (GN-9)
+                responses.append((rid if type(rid) is str and rid else None, response.get("name")))
+            else:
+                others += 1
+                if is_empty(part):
+                    broken = True  # TM607 (GN-10)
+        if role == MODEL:
+            if model_before or responses:
+                broken = True  # TM603 (GN-3), TM604 (GN-4)
+            if pending is not None:
+                broken = True  # TM104: the calls before are answered by nothing
+            pending = calls or None
+            if calls and first_signed is False and signs:
+                unsigned.append((index, parts))
+            model_before = True
+            continue
+        model_before = False
+        if role != USER:
+            broken = broken or pending is not None
+            pending = None
+            continue  # a role no rule knows: not ours to judge
+        if others and not responses:
+            real = index + 1
+        if pending is not None:
+            if others or not _answers(pending, responses, answering):
+                broken = True  # TM601/TM602 (GN-1), TM101-TM104, TM606 (GN-7)
+            if others:
+                real = index + 1
+            pending = None
+        elif responses:
+            broken = True  # GN-2: responses after no call content (TM101, TM102, TM601)
+            answering.extend(rid for rid, _ in responses if rid is not None)
+    if pending is not None:
+        broken = True  # TM104: the last content's calls are answered by nothing
+    found.wanted = [rid for rid in dict.fromkeys(answering) if rid not in declared]
+    for index, parts in unsigned:
+        if index >= real:
+            broken = True  # TM609, TM610 (GN-11)
+            found.wanted.extend(key for part in parts if type(part) is dict and type(call := part.get(CALL)) is dict
+                                and SIGNATURE not in part and (key := call_key(call)) is not None)
+    found.broken = broken
+    return found
+
+
+def _answers(calls: list[tuple[str | None, Any]], responses: list[tuple[str | None, Any]], answering: list[str]) -> bool:
+    """Whether ``responses`` answer ``calls`` exactly as the view pairs them (by id, else by name), each one once and
+    under its call's name; the ids of responses that answer none go onto ``answering``."""
+    if len(calls) != len(responses):
+        answering.extend(rid for rid, _ in responses if rid is not None)
+        return False
+    by_id = {cid: name for cid, name in calls if cid is not None}
+    names = Counter(name for _, name in calls)
+    for rid, name in responses:
+        if rid is not None and rid in by_id:
+            if by_id.pop(rid) != name:
+                return False
+        elif rid is not None:
+            answering.append(rid)
+            return False
+        names[name] -= 1
+        if names[name] < 0:
+            return False
+    return True

@@ -1,0 +1,83 @@
+"""Planning and repairing a Gemini request: the Gemini rules around the structural rules over the view.
+
+``plan`` runs the one-pass check (``check.py``) for the request's target (``target.GeminiTarget``: endpoint family
+and model, which the path gives, not the body); ``GeminiPlan.repair`` runs the rules that shape ``contents`` before
+the view, reads them into the neutral view (``view.py``), runs the structural rules every dialect shares (and TM606)
+with the remembered turns in hand, writes the view back into contents, runs the rules after the view (signatures
+last), and answers with the request body holding the new contents. Every finding names the position of the content
+as the client sent it.
+
+``recall`` holds what the repair may need from memory: the ids of orphan responses' calls and, for Gemini 3, the
+keys (``keys.call_key``) of the current turn's calls that came without their thought signature.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.dialects.dialect import viewed
+from proxy.dialects.gemini.check import inspect
+from proxy.dialects.gemini.rules import AFTER_VIEW, BEFORE_VIEW, response_name
+from proxy.dialects.gemini.rules.edit import gemini_context
+from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
+from proxy.dialects.gemini.view import read, view_turn, write
+from proxy.repair.cancel import Cancel
+from proxy.repair.context import Recalled
+from proxy.repair.engine import Result, refused
+from proxy.repair.findings import Policy
+from proxy.repair.history import Message
+from proxy.repair.profiles import Profile
+from proxy.repair.rule import RepairRule
+from proxy.repair.rules import (
+    duplicate_call_id,
+    duplicate_tool_result,
+    empty_history,
+    interleaved_message,
+    misplaced_tool_result,
+    orphan_tool_message,
+    unanswered_tool_call,
+)
+
+#: The structural rules in chat's order, then TM606 over the pairs they leave. Not TM105 (``BEFORE_VIEW`` merged
+#: consecutive model contents, TM603) nor TM106 (the view pairs every response with an id, its own or a view id).
+VIEW_RULES: tuple[RepairRule, ...] = (duplicate_call_id, orphan_tool_message, interleaved_message, misplaced_tool_result,
+                                      duplicate_tool_result, unanswered_tool_call, response_name)
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiPlan:
+    body: dict[str, Any]
+    profile: Profile
+    recall: list[str]
+    target: GeminiTarget = DEVELOPER
+
+    def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
+        ctx = gemini_context(list(self.body["contents"]), self.body, recalled, policy, self.profile, self.target)
+        ctx.cancel = cancel
+        if refused(ctx, BEFORE_VIEW):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
+        view = read(ctx.messages, ctx.origin)
+        ctx.messages = view.entries
+        # The structural rules read remembered turns as they read the history: as the view.
+        ctx.recalled = viewed(recalled, "gemini", view_turn)
+        if refused(ctx, VIEW_RULES):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
+        ctx.messages, ctx.recalled = write(ctx.messages, view, ctx.origin, _call_names(ctx.messages)), recalled
+        if refused(ctx, (*AFTER_VIEW, *self.profile.rules, empty_history)):
+            return Result(self.body, tuple(ctx.findings), ctx.rejected)
+        if not ctx.findings:
+            return Result(self.body, ())
+        return Result({**self.body, "contents": ctx.messages}, tuple(ctx.findings))
+
+
+def _call_names(entries: list[Message]) -> dict[str, Any]:
+    """Every call's name by its id in the view, for the responses the rules made up."""
+    return {call["id"]: call["function"]["name"] for entry in entries if type(calls := entry.get("tool_calls")) is list
+            for call in calls if type(call) is dict and type(call.get("function")) is dict}
+
+
+def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER) -> GeminiPlan | None:
+    """None when ``body`` needs no repair for ``facts`` (where it goes); else the plan, with the keys to recall."""
+    found = inspect(body, facts)
+    if not found.broken:
+        return None
+    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts)

@@ -1,0 +1,38 @@
+"""The Gemini rules, in the order they run, around the structural rules.
+
+``BEFORE_VIEW`` runs over ``contents`` as sent: roles first (GN-5), then empty parts and contents (GN-10), so that
+what is left of a model content is judged; responses out of a model content (GN-4), and consecutive model contents
+merged (GN-3), so that the view reads one assistant entry per call turn. The structural rules then pair calls and
+responses over the view (``view.py``): an orphan response gets its call content back from memory (TM101, GN-1/GN-2),
+responses move next to their calls (TM102, TM103, GN-2), duplicate ids are renamed (TM107, GN-8), an unanswered call
+gets a placeholder response (TM104, GN-1); TM606 gives each response its call's name (GN-7). ``AFTER_VIEW`` runs over
+the contents the view wrote back: other parts out of a response content (GN-1), then the responses of one call
+content into one content (GN-1), ids by endpoint (GN-9), then thought signatures restored from memory (GN-11), and
+what memory did not hold to the policy (GN-11) last, so that it judges the calls as they will be sent.
+
+Each rule is one module with ``RULE``, a Bad/Good docstring (one content a line; a ``Request:`` line gives the
+request's target, ``family`` and ``model``, which are not body fields) and ``apply(ctx)``; ``edit.py`` holds what they
+share. GN-6 (a history ending with a model turn) needs no rule of its own: a trailing call content gets placeholder
+responses (TM104), a trailing empty one is removed (TM607), and a trailing text answer (a prefill) is sent as it is.
+"""
+
+from proxy.dialects.gemini.rules import (
+    adjacent_model,
+    empty_parts,
+    endpoint_ids,
+    legacy_role,
+    mixed_call_turn,
+    response_name,
+    response_siblings,
+    split_responses,
+    thought_signature,
+    unsigned_call,
+)
+from proxy.repair.rule import RepairRule
+
+BEFORE_VIEW: tuple[RepairRule, ...] = (legacy_role, empty_parts, mixed_call_turn, adjacent_model)
+
+AFTER_VIEW: tuple[RepairRule, ...] = (response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call)
+
+#: Every Gemini rule, in the order they run (TM606 over the view): what the rule catalogue lists.
+RULES: tuple[RepairRule, ...] = (*BEFORE_VIEW, response_name, *AFTER_VIEW)

@@ -1,0 +1,56 @@
+"""What the Gemini rules share: the repair context with the request's target, and writing a changed content.
+
+The rules run over ``contents`` (before the view is read, or after it is written back), where an untouched content
+is still the client's own object; a rule never edits one of those in place (the request body stays as the client
+sent it), it replaces it with a copy, and ``origin`` learns the copy so findings keep naming the client's positions.
+"""
+
+from typing import Any
+
+from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
+from proxy.repair.context import Context, Recalled
+from proxy.repair.findings import Policy
+from proxy.repair.profiles import Profile
+
+
+class GeminiContext(Context):
+    """A repair context that knows where the request goes (``target``: endpoint family and model) and keeps every
+    content the rules made alive (``made``: ``origin`` is keyed by identity)."""
+
+    target: GeminiTarget = DEVELOPER
+    made: list[Any]
+
+
+def gemini_context(contents: list[Any], body: dict[str, Any], recalled: Recalled, policy: Policy, profile: Profile,
+                   target: GeminiTarget) -> GeminiContext:
+    """The context of one repair of ``body``, whose ``contents`` (a list the rules may change) it walks."""
+    ctx = GeminiContext(contents, declared_tools(body.get("tools")), recalled, policy, profile, request=body)
+    ctx.target, ctx.made = target, []
+    return ctx
+
+
+def target_of(ctx: Context) -> GeminiTarget:
+    return ctx.target if isinstance(ctx, GeminiContext) else DEVELOPER
+
+
+def made_like(ctx: Context, content: Any, made: dict[str, Any]) -> dict[str, Any]:
+    """``made``, a content the rules made from ``content``, at the client's position of ``content``."""
+    ctx.origin[id(made)] = ctx.index_of(content)
+    if isinstance(ctx, GeminiContext):
+        ctx.made.append(made)
+    return made
+
+
+def copy(ctx: Context, content: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of ``content`` with ``changes``, at the client's position of ``content``."""
+    return made_like(ctx, content, {**content, **changes})
+
+
+def declared_tools(tools: Any) -> list[dict[str, Any]]:
+    """The request's function declarations as the structural rules read tools (chat's ``function`` shape), so that a
+    call synthesized for an orphan response is named after the only function when there is one."""
+    if type(tools) is not list:
+        return []
+    return [{"type": "function", "function": {"name": declaration["name"]}}
+            for tool in tools if type(tool) is dict and type(declarations := tool.get("functionDeclarations")) is list
+            for declaration in declarations if type(declaration) is dict and type(declaration.get("name")) is str]

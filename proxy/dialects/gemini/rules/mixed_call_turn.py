@@ -1,0 +1,49 @@
+r"""A ``model`` content that holds function responses beside its calls (a client that appended the results to the
+call content).
+
+Gemini refuses it (``Please ensure that function call turn contains at least one function_call part which can not
+be mixed with function_response parts.``, 400 ``INVALID_ARGUMENT``). The response parts move, in their order, into a
+user content right after it; the model's parts stay as they were. Answers GN-4.
+
+Bad:
+    {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+    {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "Paris"}}}, {"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}]}
+Good:
+    {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+    {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "Paris"}}}]}
+    {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}]}
+"""
+
+from typing import Any
+
+from proxy.dialects.gemini.parts import MODEL, USER, function_response
+from proxy.dialects.gemini.rules.edit import copy, made_like
+from proxy.repair.context import Context
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM604", "mixed-call-turn", ("GN-4",))
+
+
+def is_mixed(content: Any) -> bool:
+    """A model content with a response part."""
+    return (type(content) is dict and content.get("role") == MODEL and type(parts := content.get("parts")) is list
+            and any(function_response(part) is not None for part in parts))
+
+
+def apply(ctx: Context) -> None:
+    contents = ctx.messages
+    if not any(map(is_mixed, contents)):
+        return
+    out: list[Any] = []
+    for position, content in enumerate(contents):
+        if not is_mixed(content):
+            out.append(content)
+            continue
+        parts = content["parts"]
+        responses = [part for part in parts if function_response(part) is not None]
+        own = [part for part in parts if function_response(part) is None]
+        if own:
+            out.append(copy(ctx, content, parts=own))
+        out.append(made_like(ctx, content, {"role": USER, "parts": responses}))
+        ctx.report(RULE, content, "split", f"{len(responses)} function response(s) moved into a user content after the model's", position)
+    contents[:] = out

@@ -1,0 +1,46 @@
+r"""A function response whose ``name`` is empty or is not its call's: an OpenAI bridge that fills it from the call
+id or with ``unknown``, a stream whose name came in another chunk.
+
+Gemini refuses an empty name (``* GenerateContentRequest.contents[2].parts[0].function_response.name: Name cannot
+be empty.``) and a name that answers no call (``Request contains an invalid argument.``, 400 ``INVALID_ARGUMENT``).
+The response takes the name of the call it answers: by id, else by position among the calls of the content before
+it. Answers GN-7.
+
+Bad:
+    {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+    {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "Paris"}}}]}
+    {"role": "user", "parts": [{"functionResponse": {"name": "", "response": {"temp": "18C"}}}]}
+Good:
+    {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+    {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "Paris"}}}]}
+    {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}]}
+"""
+
+from proxy.dialects.gemini.parts import RESPONSE
+from proxy.dialects.gemini.view import NATIVE
+from proxy.repair.context import Context
+from proxy.repair.findings import shown
+from proxy.repair.rule import Rule
+
+RULE = Rule("TM606", "response-name", ("GN-7",))
+
+
+def apply(ctx: Context) -> None:
+    """Over the view, once the structural rules paired every response with a call: a ``tool`` entry read from a
+    response part gets its call's name under ``name`` (the view writes it into a copy of the part)."""
+    names: dict[str, str] = {}
+    for entry in ctx.messages:
+        calls = entry.get("tool_calls") if entry.get("role") == "assistant" else None
+        for call in calls if type(calls) is list else ():
+            if type(call) is dict and type(name := call["function"].get("name")) is str and name:
+                names[call["id"]] = name
+    for position, entry in enumerate(ctx.messages):
+        native = entry.get(NATIVE) if entry.get("role") == "tool" else None
+        if native is None:
+            continue
+        called = names.get(entry.get("tool_call_id"))  # type: ignore[arg-type]
+        sent = native[RESPONSE].get("name")
+        if called is not None and sent != called:
+            entry["name"] = called
+            ctx.report(RULE, entry, "renamed", f"response name {shown(sent) if type(sent) is str else type(sent).__name__!r} -> {shown(called)!r}",
+                       position)

@@ -1,0 +1,308 @@
+"""A Gemini ``contents`` list read into the engine's neutral view, and the view written back into contents.
+
+The structural rules (``proxy/repair/rules``) read a chat-shaped history: assistant entries with ``tool_calls``,
+``tool`` entries with a ``tool_call_id``, anything else by its role. Here a ``model`` content is one assistant
+entry, with one call per call part; each call carries the parts before it since the previous call (``BEFORE``:
+thought parts, text, a signed empty text), so the thinking travels with the call it produced. A user content is
+cut at its response parts: each one is a ``tool`` entry, each run of other parts a ``user`` entry. What is not a
+content with a parts list, or has a role no rule knows, is an ``item`` entry, written back as sent.
+
+Gemini calls and responses may carry no ``id`` (GN-9). A call without one gets a view id no JSON holds (``\\x00``
+first); a response without one answers the first unanswered call of its name in the latest call content before it
+(by position when it has no name), else it is an orphan with a view id of its own. A view id is never written: a
+part keeps the id it was read with, and only an id a rule renamed is written into a copy of the part.
+
+Writing back groups consecutive entries of one side by the content they were read from; a made-up response joins
+the response content before it. A content whose parts come back as the very objects read, in order, is the
+client's own object, so an untouched content goes upstream exactly as sent. A made-up response says plainly that
+the call was not executed (``{"error": <placeholder>}``); a call synthesized for an orphan has ``args: {}``; a
+call from memory comes back with its parts byte for byte (its thought parts and ``thoughtSignature`` included),
+after the client's own parts of that content that memory does not hold.
+"""
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from operator import is_
+from typing import Any
+
+import orjson
+
+from proxy.dialects.capture import MAX_ENTRIES
+from proxy.dialects.gemini.keys import call_key
+from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, function_response, id_of, name_of
+from proxy.repair.history import Message
+from proxy.turns import Turn
+
+#: Key of a view entry or call holding what it stands for (a call or ``tool`` entry: its part; others: the content).
+NATIVE = "\x00native"
+#: Key of a call holding the parts that came directly before its call part, which travel with it.
+BEFORE = "\x00before"
+#: Key of a remembered call holding the parts after the turn's last call.
+AFTER = "\x00after"
+#: Key of a call from memory: its parts are the upstream's, and give way to equal parts the client kept.
+RECALLED = "\x00recalled"
+#: Key of a call or ``tool`` entry holding the id it was read with (a view id when its part has none).
+READ = "\x00read"
+#: Key of an assistant entry read from a content without calls: its parts stand before any call the rules attach.
+LEAD = "\x00lead"
+
+
+def is_view_id(key: Any) -> bool:
+    """An id the view made up for a call or response without one: never written into a part."""
+    return type(key) is str and key.startswith("\x00")
+
+
+@dataclass(slots=True)
+class View:
+    """The entries read from one ``contents`` list, and what writing them back needs: ``read_parts`` per content its
+    parts as read, ``position`` per entry (by identity) the content it came from, ``kept`` every entry read (their
+    identities stay unique while ``origin`` maps them)."""
+
+    contents: list[Any]
+    entries: list[Message] = field(default_factory=list)
+    position: dict[int, int] = field(default_factory=dict)
+    read_parts: list[list[Any]] = field(default_factory=list)
+    kept: list[Message] = field(default_factory=list)
+
+
+def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list[Any]) -> dict[str, Any]:
+    """The chat-shaped call a call part stands for."""
+    made: dict[str, Any] = {"id": key, "type": "function", "function": {"name": name_of(call), "arguments": "{}"},
+                            NATIVE: part, READ: key}
+    if before:
+        made[BEFORE] = before
+    return made
+
+
+def read(contents: list[Any], origin: dict[int, int]) -> View:
+    """The view of ``contents``; ``origin`` (each content's position as the client sent it, by identity) learns
+    every entry, so findings name the client's positions."""
+    view = View(contents)
+    out, position = view.entries, view.position
+    unanswered = _Unanswered()
+    declared: set[str] = set()  # the calls' own ids, so far
+    entry: Message
+    for index, content in enumerate(contents):
+        at = origin.get(id(content), index)
+        role = content.get("role", USER) if type(content) is dict else None
+        parts = content.get("parts") if role in (MODEL, USER) else None
+        if type(parts) is not list:
+            view.read_parts.append([])
+            entry = {"role": "item", "content": None, NATIVE: content}
+            origin[id(entry)], position[id(entry)] = at, index
+            out.append(entry)
+            continue
+        view.read_parts.append(parts)
+        if role == MODEL:
+            calls: list[dict[str, Any]] = []
+            pending: list[Any] = []
+            for number, part in enumerate(parts):
+                if (call := function_call(part)) is not None:
+                    key = id_of(call) or f"\x00{index}.{number}"
+                    declared.add(key)
+                    calls.append(view_call(part, call, key, pending))
+                    pending = []
+                else:
+                    pending.append(part)
+            if calls:
+                unanswered = _Unanswered(calls)
+                entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
+            else:
+                entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
+            origin[id(entry)], position[id(entry)] = at, index
+            out.append(entry)
+            continue
+        run: list[Any] | None = None
+        first = len(out)
+        for number, part in enumerate(parts):
+            if (response := function_response(part)) is not None:
+                key = _answering(id_of(response), name_of(response), declared, unanswered) or f"\x00r{index}.{number}"
+                entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
+                if (name := name_of(response)) is not None:
+                    entry["name"] = name
+                run = None
+            elif run is None:
+                run = [part]
+                entry = {"role": "user", "content": run, NATIVE: content}
+            else:
+                run.append(part)
+                continue
+            origin[id(entry)], position[id(entry)] = at, index
+            out.append(entry)
+        if len(out) == first:
+            entry = {"role": "user", "content": [], NATIVE: content}
+            origin[id(entry)], position[id(entry)] = at, index
+            out.append(entry)
+    view.kept.extend(out)
+    return view
+
+
+def _answering(key: str | None, name: str | None, declared: set[str], unanswered: "_Unanswered") -> str | None:
+    """The id of the call a response answers: its own id when a call declared it, else the first unanswered call of
+    its name (or by position) in the latest call content, else its own id (an orphan, recalled by it)."""
+    if key is not None and key in declared:
+        unanswered.taken.add(key)
+        return key
+    return unanswered.answer(name) or key
+
+
+class _Unanswered:
+    """The latest call content's calls not answered yet, by name and in order: a response without an id answers the
+    first of its name, or the first of all when it has no name."""
+
+    __slots__ = ("by_name", "in_order", "taken")
+
+    def __init__(self, calls: Iterable[dict[str, Any]] = ()) -> None:
+        self.by_name: dict[Any, deque[str]] = {}
+        self.in_order: deque[str] = deque()
+        self.taken: set[str] = set()
+        for call in calls:
+            self.by_name.setdefault(call["function"]["name"], deque()).append(call["id"])
+            self.in_order.append(call["id"])
+
+    def answer(self, name: str | None) -> str | None:
+        """The view id of the call a response of ``name`` answers, taken: the first unanswered one of that name, else
+        the first unanswered one (GN-7: a name a bridge made up); None when no call is left."""
+        for queue in (self.by_name.get(name), self.in_order):
+            while queue:
+                key = queue.popleft()
+                if key not in self.taken:
+                    self.taken.add(key)
+                    return key
+        return None
+
+
+def view_turn(turn: Turn) -> Turn:
+    """A remembered Gemini turn as the rules read it: its calls, each with the parts before it (thought parts, the
+    signature where it came), marked as recalled, the parts after the last call with the last one. Only its first
+    MAX_ENTRIES parts, all a turn keeps. A call without an id is known by its digest key."""
+    calls: list[dict[str, Any]] = []
+    before: list[Any] = []
+    for part in islice(turn.get("parts", ()), MAX_ENTRIES):
+        call = function_call(part)
+        key = call_key(call) if call is not None else None
+        if call is None or key is None:
+            before.append(part)
+            continue
+        made = view_call(part, call, key, before)
+        made[RECALLED] = True
+        calls.append(made)
+        before = []
+    if before and calls:
+        calls[-1][AFTER] = before
+    return {"dialect": "gemini", "tool_calls": calls, "content": None, "reasoning_content": None}
+
+
+def write(entries: Iterable[Message], view: View, origin: dict[int, int], placeholder_names: dict[str, Any]) -> list[Any]:
+    """The contents of ``entries`` (the view the rules left), in its order; copies are added to ``origin``.
+    ``placeholder_names`` maps call ids to names, for responses the rules made up."""
+    out: list[Any] = []
+    groups: list[tuple[int | None, bool, list[Message]]] = []  # (content position, model side, entries)
+    for entry in entries:
+        role = entry.get("role")
+        if role == "item":
+            groups.append((view.position[id(entry)], False, [entry]))
+            continue
+        model = role == "assistant"
+        at = view.position.get(id(entry)) if NATIVE in entry else None
+        last = groups[-1] if groups else None
+        if last is not None and last[1] == model and last[2][0].get("role") != "item" and (
+                at == last[0] or (at is None and not model and role == "tool")):
+            last[2].append(entry)
+        else:
+            groups.append((at, model, [entry]))
+    for at, model, group in groups:
+        if group[0].get("role") == "item":
+            out.append(group[0][NATIVE])
+            continue
+        parts = _model_parts(group) if model else _user_parts(group, placeholder_names)
+        if at is None:
+            made = {"role": MODEL if model else USER, "parts": parts}
+            out.append(made)
+            continue
+        read = view.read_parts[at]
+        native = view.contents[at]
+        if len(parts) == len(read) and all(map(is_, parts, read)):
+            out.append(native)
+            continue
+        copy = {**native, "parts": parts}
+        origin[id(copy)] = origin.get(id(native), at)
+        out.append(copy)
+    return out
+
+
+def _user_parts(entries: list[Message], names: dict[str, Any]) -> list[Any]:
+    parts: list[Any] = []
+    for entry in entries:
+        if entry.get("role") == "user":
+            parts += entry["content"]
+            continue
+        key = entry.get("tool_call_id")
+        native = entry.get(NATIVE)
+        if native is None:  # a response the rules made up for an unanswered call (GN-1)
+            response: dict[str, Any] = {"name": names.get(key) if type(key) is str else None, "response": {"error": entry.get("content")}}
+            if not is_view_id(key):
+                response["id"] = key
+            parts.append({RESPONSE: response})
+            continue
+        response = native[RESPONSE]
+        changes: dict[str, Any] = {}
+        if key != entry.get(READ) and not is_view_id(key):
+            changes["id"] = key
+        if entry.get("content") is not response.get("response"):
+            changes["response"] = entry.get("content")
+        if (name := entry.get("name")) is not None and name != response.get("name"):
+            changes["name"] = name  # the name of the call it answers (TM606)
+        parts.append({**native, RESPONSE: {**response, **changes}} if changes else native)
+    return parts
+
+
+def _call_part(call: dict[str, Any]) -> dict[str, Any]:
+    native = call.get(NATIVE)
+    key = call.get("id")
+    if native is None:  # synthesized for an orphan response: nothing is known of its arguments
+        function = call.get("function")
+        made: dict[str, Any] = {"name": function.get("name") if type(function) is dict else None, "args": {}}
+        if not is_view_id(key):
+            made["id"] = key
+        return {CALL: made}
+    if key != call.get(READ) and not is_view_id(key):
+        return {**native, CALL: {**native[CALL], "id": key}}
+    return native
+
+
+def _model_parts(entries: list[Message]) -> list[Any]:
+    """The parts of one model content: a content read without calls keeps its parts first; then each call after the
+    parts before it; then the parts after the last call. Parts that came from memory and equal one the client kept
+    are left out."""
+    parts: list[Any] = []
+    remembered: list[Any] = []
+    for entry in entries:
+        lead = entry.get(LEAD) is True
+        own = entry.get("content") or ()
+        if lead:
+            parts += own
+        calls = entry.get("tool_calls")
+        for call in calls if type(calls) is list else ():
+            if type(call) is not dict:
+                continue
+            target = remembered if call.get(RECALLED) is True else parts
+            target += call.get(BEFORE, ())
+            target.append(_call_part(call))
+            target += call.get(AFTER, ())
+        if not lead:
+            parts += own
+    if remembered:
+        kept = {_equal_as(part) for part in parts}
+        parts += [part for part in remembered if _equal_as(part) not in kept]
+    return parts
+
+
+def _equal_as(part: Any) -> Any:
+    """What tells equal parts: their JSON text with sorted keys (a set of them is looked up, not searched)."""
+    try:
+        return orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return id(part)

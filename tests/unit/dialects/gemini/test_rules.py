@@ -1,0 +1,60 @@
+"""The Gemini dialect's repairs: each rule's docstring example, and the structural rules over the view.
+
+A rule's Bad history, repaired for its Request target with its Recalled turns, must become exactly its Good history;
+the strict Gemini validator refuses Bad with one of the rule's GN ids and takes Good (with the signatures of the
+remembered turns minted by the server).
+"""
+
+from typing import Any
+
+import pytest
+
+from proxy.dialects.gemini.plan import plan
+from proxy.dialects.gemini.profiles import gemini_profile
+from proxy.dialects.gemini.rules import RULES
+from proxy.dialects.gemini.target import GeminiTarget
+from proxy.repair import Policy
+from proxy.repair.catalog import RuleDoc, describe
+from tests.support.gemini_validator import ServerState, check
+
+DOCS = [describe(rule) for rule in RULES]
+
+
+def target_of(doc: RuleDoc) -> GeminiTarget:
+    return GeminiTarget(doc.request.get("family", "developer"), doc.request.get("model", "gemini-2.5-flash"))
+
+
+def state_of(doc: RuleDoc) -> ServerState:
+    """A server that minted the remembered turns' signatures and the ones the client kept."""
+    state = ServerState()
+    for turn in doc.recalled:
+        state.mint(turn["parts"])
+    for content in doc.bad:
+        state.mint(content["parts"])
+    return state
+
+
+def repaired(doc: RuleDoc, policy: Policy = Policy()) -> Any:
+    body = {"contents": doc.bad}
+    target = target_of(doc)
+    planned = plan(body, gemini_profile(target.family), target)
+    assert planned is not None, "the check found nothing to repair"
+    recalled = {key: turn for turn in doc.recalled for key in turn["ids"] if key in planned.recall}
+    return planned.repair(recalled, policy)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[doc.code for doc in DOCS])
+def test_docstring_example(doc: RuleDoc) -> None:
+    target = target_of(doc)
+    refused = check({"contents": doc.bad}, target, state_of(doc))
+    assert refused is not None and refused.rule in doc.answers, refused
+    result = repaired(doc)
+    assert result.rejected is None
+    assert result.body["contents"] == doc.good
+    assert doc.code in {finding.code for finding in result.findings}
+    assert check(result.body, target, state_of(doc)) is None
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[doc.code for doc in DOCS])
+def test_good_needs_no_repair(doc: RuleDoc) -> None:
+    assert plan({"contents": doc.good}, gemini_profile("gemini"), target_of(doc)) is None
