@@ -137,7 +137,9 @@ def test_a_broken_loop_is_repaired_from_memory(proxy, recorder, mode, model, str
     for got, made in zip(latest, emitted, strict=True):
         assert [{k: v for k, v in part.items() if k != "thoughtSignature"} for part in got["parts"]] == \
             [{k: v for k, v in part.items() if k != "thoughtSignature"} for part in made["parts"]]
-        assert signatures(got["parts"]) == signatures(made["parts"])
+        # A stripped signature comes back where Gemini checks it: on the current turn's calls (GN-11).
+        if mode != "strip" or got is latest[-1]:
+            assert signatures(got["parts"]) == signatures(made["parts"])
 
 
 def test_the_json_array_stream_goes_out_as_it_arrives_and_is_remembered(proxy, gemini):

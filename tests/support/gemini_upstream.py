@@ -132,6 +132,7 @@ def violation(contents: list[Any], model: str, minted: set[bytes]) -> str | None
 def make_gemini_upstream(parallel: int = PARALLEL) -> tuple[Starlette, GeminiRecorder]:
     recorder = GeminiRecorder()
     counter = [0]
+    calls = [0]
 
     def signature() -> str:
         counter[0] += 1
@@ -152,8 +153,9 @@ def make_gemini_upstream(parallel: int = PARALLEL) -> tuple[Starlette, GeminiRec
         parts = [{"text": "Planning the weather lookups.", "thought": True}]
         for i in range(parallel):
             call: dict[str, Any] = {"name": "get_weather", "args": {"city": CITIES[i % len(CITIES)], "n": i + 1}}
+            calls[0] += 1
             if not vertex:
-                call["id"] = f"call-{counter[0]}-{i}"
+                call["id"] = f"call-{calls[0]}"
             part: dict[str, Any] = {"functionCall": call}
             if signed and i == 0:
                 part["thoughtSignature"] = signature()

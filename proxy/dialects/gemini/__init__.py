@@ -11,17 +11,19 @@ without it, and ``capture.py`` reads both as they are relayed. The other Gemini 
 files, caches) pass through; toolmend's own errors on every Gemini path are in Google's envelope.
 """
 
+import functools
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from proxy.dialects.dialect import ListHistory, Target, rejection
 from proxy.dialects.gemini.capture import CAPTURE
+from proxy.dialects.gemini.errors import google_error
+from proxy.dialects.gemini.plan import GeminiPlan, plan
+from proxy.dialects.gemini.profiles import gemini_profile
+from proxy.dialects.gemini.target import GeminiTarget
 from proxy.repair import Finding, Profile
-from proxy.repair.profiles import get_profile
 from proxy.turns import Dialect as DialectName
 
 #: The versions Google serves Gemini under; ``v1beta1`` is Vertex's, ``v1beta`` and ``v1alpha`` the Developer API's.
@@ -38,37 +40,13 @@ ENDPOINT = re.compile(r"/(?:v1|v1beta|v1beta1|v1alpha)(?P<vertex>/projects/[^/]+
 #: Any path of Google's API below a route prefix: a Gemini version, or Vertex's resources and model methods under ``/v1``.
 GOOGLE_PATH = re.compile(r"/(?:v1beta1?|v1alpha)/|/v1/(?:projects|publishers)/|/v1/models/[^/]+:[A-Za-z]+$")
 
-Family = Literal["developer", "vertex"]
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """What the path says a request goes to: the API family (the Developer API or Vertex AI) and the model."""
-
-    family: Family
-    model: str
-
-
-def endpoint_of(raw_path: bytes) -> tuple[Endpoint, bool] | None:
-    """The endpoint a request target names and whether its answer streams; None for a path this dialect does not
-    repair (Starlette only routes those that are)."""
+def target_of(raw_path: bytes) -> tuple[GeminiTarget, bool] | None:
+    """Where a request target goes (the endpoint family, the model) and whether its answer streams; None for a path
+    this dialect does not repair (Starlette routes it only those that are)."""
     found = ENDPOINT.search(raw_path.decode("latin-1"))
     if found is None:
         return None
-    return Endpoint("vertex" if found["vertex"] else "developer", found["model"]), found["method"] == STREAMED
-
-
-def google_error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None, headers: dict[str, str] | None = None) -> Response:
-    """A :class:`proxy.errors.Render` in Google's envelope: ``{"error": {"code", "message", "status"}}``."""
-    body = {"error": {"code": status, "message": message, "status": STATUS_NAMES.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")}}
-    return Response(orjson.dumps(body), status, headers, media_type="application/json")
-
-
-#: google.rpc.Code names by HTTP status.
-STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL",
-                501: "NOT_IMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+    return GeminiTarget("vertex" if found["vertex"] else "developer", found["model"]), found["method"] == STREAMED
 
 
 class GeminiDialect(ListHistory):
@@ -89,17 +67,17 @@ class GeminiDialect(ListHistory):
         return GOOGLE_PATH.search(path) is not None
 
     def target(self, raw_path: bytes, body: dict[str, Any]) -> Target:
-        found = endpoint_of(raw_path)
+        found = target_of(raw_path)
         if found is None:
             return Target(None, self.plan)
-        endpoint, streamed = found
-        return Target(endpoint.model, self.plan, streamed)
+        facts, streamed = found
+        return Target(facts.model, functools.partial(plan, facts=facts), streamed)
 
     def profile(self, name: str) -> Profile:
-        return get_profile(name)
+        return gemini_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile) -> None:
-        return None
+    def plan(self, body: dict[str, Any], profile: Profile) -> GeminiPlan | None:
+        return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, google_error, f"contents[{finding.index}]", f"contents[{finding.index}]")
@@ -107,4 +85,4 @@ class GeminiDialect(ListHistory):
 
 GEMINI = GeminiDialect()
 
-__all__ = ["GEMINI", "Endpoint", "GeminiDialect"]
+__all__ = ["GEMINI", "GeminiDialect"]
