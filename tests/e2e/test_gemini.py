@@ -227,3 +227,46 @@ def test_keys_go_upstream_as_sent_and_never_into_logs_or_metrics(proxy, recorder
     for secret in ("AIzaSecretInQuery", "AIzaSecretInHeader", "SecretToken"):
         assert secret not in logged and secret not in metrics
     assert 'route="gemini"' in metrics
+
+
+def foreign_history(signed_parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A history whose first call content carries a signature this upstream never minted, then ``signed_parts`` (a
+    call content as the upstream emitted it) with its responses."""
+    foreign = {"role": "model", "parts": [{"functionCall": {"id": "old-1", "name": "get_weather", "args": {"city": "Oslo"}},
+                                           "thoughtSignature": "Zm9yZWlnbi1zaWduYXR1cmU="}]}
+    answered = [{"functionResponse": {"id": part["functionCall"].get("id"), "name": "get_weather", "response": {"t": 18}}}
+                for part in signed_parts if "functionCall" in part]
+    return {"contents": [{"role": "user", "parts": [{"text": "Weather in Oslo?"}]}, foreign,
+                         {"role": "user", "parts": [{"functionResponse": {"id": "old-1", "name": "get_weather", "response": {"t": 3}}}]},
+                         {"role": "user", "parts": [{"text": "And in Paris and Tokyo?"}]},
+                         {"role": "model", "parts": signed_parts}, {"role": "user", "parts": answered}]}
+
+
+def test_a_refused_signature_is_left_out_and_the_request_sent_once_more(proxy, recorder):
+    """GN-12: the upstream refuses a signature it did not mint; toolmend sends the request again without it (TM611),
+    keeping the signature it remembers this tenant's upstream minted, and leaves it out of the tenant's later requests
+    before they are sent."""
+    path, key = "/v1beta/models/gemini-3-pro-preview:generateContent", {"x-goog-api-key": "key-gn12"}
+    first = httpx.post(proxy + path, json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}, headers=key)
+    signed = first.json()["candidates"][0]["content"]["parts"]
+    body = foreign_history(signed)
+    answer = httpx.post(proxy + path, json=body, headers=key)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-toolmend-repairs"] == "TM611=1"
+    refused, retried = recorder.requests[-2:]
+    assert recorder.rejections == [{"message": "Corrupted thought signature."}]
+    assert refused.json == body
+    assert retried.json["contents"][1]["parts"] == [{"functionCall": {"id": "old-1", "name": "get_weather", "args": {"city": "Oslo"}}}]
+    assert retried.json["contents"][4]["parts"] == signed  # minted for this tenant: kept
+    # The session goes on: the refused signature is left out before the request is sent, no refusal paid again.
+    again = httpx.post(proxy + path, json=body, headers=key)
+    assert again.status_code == 200 and again.headers["x-toolmend-repairs"] == "TM611=1"
+    assert len(recorder.rejections) == 1 and recorder.requests[-1].json == retried.json
+
+
+def test_under_thinking_policy_reject_the_refusal_reaches_the_client(gemini, recorder):
+    with serve(create_app(Settings(upstream=gemini[0], memory="memory://", thinking_policy="reject"))) as strict:
+        answer = httpx.post(strict + "/v1beta/models/gemini-2.5-flash:generateContent", json=foreign_history([]))
+    assert answer.status_code == 400
+    assert answer.json() == {"error": {"code": 400, "message": "Corrupted thought signature.", "status": "INVALID_ARGUMENT"}}
+    assert len(recorder.requests) == 1

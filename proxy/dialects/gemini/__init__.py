@@ -8,7 +8,9 @@ express form without project). The version stays in the path that goes upstream 
 ``--upstream`` is the host alone (``https://generativelanguage.googleapis.com``). The model and whether the answer
 streams come from the path; ``:streamGenerateContent`` answers server-sent events with ``?alt=sse`` and one JSON array
 without it, and ``capture.py`` reads both as they are relayed. The other Gemini paths (``countTokens``, ``models``,
-files, caches) pass through; toolmend's own errors on every Gemini path are in Google's envelope.
+files, caches) pass through; toolmend's own errors on every Gemini path are in Google's envelope. A 400 refusing a
+thought signature (GN-12) is answered by sending the request again without it (``rules/refused_signature.py``), under
+thinking policy ``drop``.
 """
 
 import functools
@@ -17,11 +19,12 @@ from typing import Any
 
 from starlette.responses import Response
 
-from proxy.dialects.dialect import ListHistory, Target, rejection
+from proxy.dialects.dialect import Blobs, ListHistory, RefusalFix, Target, rejection
 from proxy.dialects.gemini.capture import CAPTURE
 from proxy.dialects.gemini.errors import google_error
 from proxy.dialects.gemini.plan import GeminiPlan, plan
 from proxy.dialects.gemini.profiles import gemini_profile
+from proxy.dialects.gemini.rules import refused_signature
 from proxy.dialects.gemini.target import GeminiTarget
 from proxy.repair import Finding, Profile
 from proxy.turns import Dialect as DialectName
@@ -58,6 +61,9 @@ class GeminiDialect(ListHistory):
     entries_key = "parts"
     history_entries = "contents and their parts"
     capture = CAPTURE
+    #: A 400 refusing a thought signature (GN-12): sent once more without the signatures memory did not capture (TM611).
+    refusal_fixes = (RefusalFix(refused_signature.refused, refused_signature.retried,
+                                Blobs(refused_signature.carried, refused_signature.recall_keys, refused_signature.minted)),)
     error = staticmethod(google_error)
 
     def repairs(self, path: str) -> bool:
