@@ -384,8 +384,8 @@ async def _forward(exchange: Exchange, outgoing: bytes) -> httpx.Response:
     upstream = exchange.route.upstream
     sending = upstream.send(
         "POST",
-        upstream.url(exchange.path, request.scope["query_string"]),
-        upstream.request_headers(request.headers.raw, DROP_FOR_REPAIRED),
+        upstream.url(exchange.path, request.scope["query_string"], request.headers.raw),
+        upstream.request_headers(request.headers.raw, DROP_FOR_REPAIRED, request.scope["query_string"]),
         outgoing,
     )
     started = time.perf_counter()

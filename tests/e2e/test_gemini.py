@@ -270,3 +270,29 @@ def test_under_thinking_policy_reject_the_refusal_reaches_the_client(gemini, rec
     assert answer.status_code == 400
     assert answer.json() == {"error": {"code": 400, "message": "Corrupted thought signature.", "status": "INVALID_ARGUMENT"}}
     assert len(recorder.requests) == 1
+
+
+@pytest.mark.parametrize("carrier", ["x-goog-api-key", "key", "authorization"])
+def test_a_route_with_the_operators_key_puts_it_where_the_client_put_its_own(gemini, recorder, carrier):
+    """A Gemini client presents a toolmend key as its API key (``x-goog-api-key``, ``?key=``) or as a bearer token; the
+    upstream gets the operator's key in that carrier and never the client's."""
+    settings = Settings(upstream=gemini[0], memory="memory://", upstream_api_key="AIzaOperator", api_keys=frozenset({"team-key"}))
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    if carrier == "key":
+        sent = {"params": {"key": "team-key", "alt": "json"}}
+    else:
+        sent = {"headers": {carrier: "Bearer team-key" if carrier == "authorization" else "team-key"}}
+    with serve(create_app(settings)) as toolmend:
+        answer = httpx.post(toolmend + path, json={"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}, **sent)
+        refused = httpx.post(toolmend + path + "?key=wrong", json={"contents": []})
+    assert answer.status_code == 200, answer.text
+    got = recorder.requests[0]
+    if carrier == "key":
+        assert got.path == path + "?alt=json&key=AIzaOperator"
+        assert "x-goog-api-key" not in got.headers and "authorization" not in got.headers
+    else:
+        assert got.headers[carrier] == ("Bearer AIzaOperator" if carrier == "authorization" else "AIzaOperator")
+        assert got.path == path
+    assert "team-key" not in repr(got)
+    assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"
+    assert len(recorder.requests) == 1
