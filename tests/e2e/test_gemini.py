@@ -296,3 +296,19 @@ def test_a_route_with_the_operators_key_puts_it_where_the_client_put_its_own(gem
     assert "team-key" not in repr(got)
     assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"
     assert len(recorder.requests) == 1
+
+
+@pytest.mark.parametrize("other", [{"headers": {"x-goog-api-key": "key-b"}}, {"params": {"key": "key-b"}},
+                                   {"headers": {"authorization": "Bearer key-b"}}])
+def test_memory_is_kept_per_key_whatever_its_carrier(proxy, recorder, other):
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    ask_a = {"params": {"key": "key-a"}}
+    first = httpx.post(proxy + path, json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}, **ask_a).json()
+    calls = [part["functionCall"] for part in first["candidates"][0]["content"]["parts"] if "functionCall" in part]
+    dropped = {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]},
+                            {"role": "user", "parts": [{"functionResponse": {"id": call["id"], "name": call["name"], "response": {}}}
+                                                       for call in calls]}]}
+    mine = httpx.post(proxy + path, json=dropped, **ask_a)
+    theirs = httpx.post(proxy + path, json=dropped, **other)
+    assert mine.headers["x-toolmend-calls"] == "recalled=2,synthesized=0"
+    assert "recalled=0" in theirs.headers.get("x-toolmend-calls", "recalled=0")
