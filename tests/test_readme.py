@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from proxy.config import SERVE_OPTIONS
+from proxy.dialects.gemini.rules import refused_signature as refused_thought_signature
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.rules import refused_signature
 from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
@@ -14,7 +15,8 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 def test_every_rule_has_a_row_with_its_name_and_provider_ids() -> None:
     rows = {line.split("|")[1].strip(): line for line in README.splitlines() if line.startswith("| TM")}
-    dialect_rules = [describe(rule) for rule in (*ITEM_RULES, *MESSAGES_RULES, surrogates, refused_signature, refused_reasoning, unknown_item)]
+    dialect_rules = [describe(rule) for rule in (*ITEM_RULES, *MESSAGES_RULES, surrogates, refused_signature, refused_reasoning, unknown_item,
+                                                refused_thought_signature)]
     for doc in [*all_rules(), *dialect_rules]:
         assert doc.code in rows, doc.code
         assert f"`{doc.name}`" in rows[doc.code]
