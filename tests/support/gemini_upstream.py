@@ -129,7 +129,9 @@ def violation(contents: list[Any], model: str, minted: set[bytes]) -> str | None
     return None
 
 
-def make_gemini_upstream(parallel: int = PARALLEL) -> tuple[Starlette, GeminiRecorder]:
+def make_gemini_upstream(parallel: int = PARALLEL, tool: tuple[str, dict[str, Any]] | None = None) -> tuple[Starlette, GeminiRecorder]:
+    """The app and its recorder; ``tool``: the name and arguments of the function every call asks for, when a client
+    runs its own tools (Gemini CLI), instead of ``get_weather``."""
     recorder = GeminiRecorder()
     counter = [0]
     calls = [0]
@@ -152,7 +154,8 @@ def make_gemini_upstream(parallel: int = PARALLEL) -> tuple[Starlette, GeminiRec
             return parts
         parts = [{"text": "Planning the weather lookups.", "thought": True}]
         for i in range(parallel):
-            call: dict[str, Any] = {"name": "get_weather", "args": {"city": CITIES[i % len(CITIES)], "n": i + 1}}
+            call: dict[str, Any] = ({"name": "get_weather", "args": {"city": CITIES[i % len(CITIES)], "n": i + 1}} if tool is None
+                                    else {"name": tool[0], "args": tool[1]})
             calls[0] += 1
             if not vertex:
                 call["id"] = f"call-{calls[0]}"
