@@ -7,6 +7,7 @@ JSON), how its answers are captured into remembered turns, which profiles it kno
 errors. The structural rules themselves are written once, over the neutral view (``proxy/repair/``).
 """
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -195,12 +196,12 @@ class ListHistory:
     def paths(self) -> tuple[str, ...]:
         return (self.path,)
 
-    @property
+    @functools.cached_property
     def mounts(self) -> tuple[str, ...]:
         return tuple(VERSION + path for path in self.paths)
 
     def repairs(self, path: str) -> bool:
-        return any(path.endswith(mount) for mount in self.mounts)
+        return path.endswith(self.mounts)
 
     def speaks(self, path: str) -> bool:
         endpoint = VERSION + self.path
