@@ -126,7 +126,7 @@ class Scenario:
 
     @property
     def goals(self) -> bool:
-        """The project's goals (README's Performance) are set on the JSON scenarios; streams are reported."""
+        """The project's goals (docs/performance.md) are set on the JSON scenarios; streams are reported."""
         return not self.stream
 
 

@@ -1,8 +1,11 @@
 """``toolmend check``: lint request bodies offline, with the same engine the proxy runs.
 
 Input: a request body, a bare history list, or JSON Lines of either; each document is read by a dialect:
-Chat Completions (``messages``) or the Responses API (``input``), as ``--api`` says, or per document by its
-shape (``auto``: a body with ``messages`` or a bare list is chat, a body with ``input`` is Responses).
+Chat Completions (``messages``), the Responses API (``input``), Anthropic Messages or Gemini (``contents``), as
+``--api`` says, or per document by its shape (``auto``: a body with ``messages`` or a bare list is chat, a body with
+``input`` is Responses, a body with ``contents`` is Gemini). A Gemini body's target is the profile's family
+(``--profile vertex``: Vertex AI, else the Developer API) and the model its ``model`` field names, if any (the
+proxy reads it from the path).
 Exit status: 0 when everything is clean, 1 when something needs repair (or would be rejected), 2 when the
 input cannot be read.
 """
@@ -10,27 +13,64 @@ input cannot be read.
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import orjson
 
-from proxy.dialects import CHAT, MESSAGES, RESPONSES, Dialect
+from proxy.dialects import CHAT, MESSAGES, RESPONSES
+from proxy.dialects.dialect import Planned
+from proxy.dialects.gemini.plan import plan as gemini_plan
+from proxy.dialects.gemini.profiles import VERTEX, gemini_profile
+from proxy.dialects.gemini.rules import RULES as GEMINI_RULES
+from proxy.dialects.gemini.target import GeminiTarget
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
 from proxy.dialects.messages.rules import refused_signature
 from proxy.dialects.responses.rules import ITEM_RULES, refused_reasoning, unknown_item
-from proxy.repair import Policy, Result
+from proxy.repair import Policy, Profile, Result
 from proxy.repair.catalog import all_rules, describe
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import calls_by_source, summarize_calls
 from proxy.repair.rule import Described
 
+
+class Linted(Protocol):
+    """What ``check`` asks of a dialect: its name, where its history is, its profiles and its plan."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def history_key(self) -> str: ...
+
+    def profile(self, name: str) -> Profile: ...
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None: ...
+
+
+class GeminiLint:
+    """Gemini's plan for a document: the target is the profile's family and the body's ``model``, if it names one."""
+
+    name = "gemini"
+    history_key = "contents"
+
+    def profile(self, name: str) -> Profile:
+        return gemini_profile(name)
+
+    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
+        model = body.get("model")
+        target = GeminiTarget("vertex" if profile is VERTEX else "developer", model if type(model) is str else "")
+        return gemini_plan(body, profile, target)
+
+
+GEMINI = GeminiLint()
 #: ``--api``: the dialect that reads every document, or ``auto`` (by each document's shape).
-APIS: dict[str, Dialect] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES}
+APIS: dict[str, Linted] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES, "gemini": GEMINI}
 #: What a body of each dialect holds, for the error about a document that holds none of it.
 SHAPES = {CHAT.name: "a chat-completions body with 'messages' or a list of messages",
           RESPONSES.name: "a Responses body with 'input' or a list of input items",
-          MESSAGES.name: "an Anthropic Messages body with 'messages' or a list of messages"}
+          MESSAGES.name: "an Anthropic Messages body with 'messages' or a list of messages",
+          GEMINI.name: "a Gemini body with 'contents' or a list of contents"}
 #: Marks of an Anthropic Messages history that a chat history never has (and the other way round).
 ANTHROPIC_BLOCKS = frozenset(("tool_use", "tool_result", "thinking", "redacted_thinking"))
 
@@ -44,7 +84,7 @@ class Document:
     number: int  # 1-based position in a JSON Lines file; 1 for a single document
     value: Any
     bare_list: bool
-    dialect: Dialect = CHAT
+    dialect: Linted = CHAT
 
 
 def read_documents(text: str, source: str, api: str = "auto") -> list[Document]:
@@ -80,17 +120,19 @@ def _document(number: int, value: Any, api: str) -> Document:
     raise Unreadable(f"document {number}: expected {SHAPES[dialect.name]}")
 
 
-def _shape_of(number: int, value: Any) -> Dialect:
+def _shape_of(number: int, value: Any) -> Linted:
     """``--api auto``: a body with ``input`` (and no ``messages``) is a Responses body; a history (a body's
     ``messages``, or a bare list) is Anthropic Messages when the body has a top-level ``system`` or a message
     holds a ``tool_use``, ``tool_result`` or thinking block, else chat."""
     if type(value) is dict and "input" in value and "messages" not in value:
         return RESPONSES
+    if type(value) is dict and "contents" in value and "messages" not in value:
+        return GEMINI
     history = value if type(value) is list else value.get("messages") if type(value) is dict else None
     if type(history) is list:
         return MESSAGES if (type(value) is dict and "system" in value) or _has_blocks(history) else CHAT
     raise Unreadable(f"document {number}: expected a chat-completions body with 'messages', a Responses body with 'input', "
-                     "or a list of messages")
+                     "a Gemini body with 'contents', or a list of messages")
 
 
 def _has_blocks(history: list[Any]) -> bool:
@@ -154,12 +196,13 @@ def _print_table(results: list[tuple[Document, Result]], several: bool, out: Tex
 
 
 def list_rules(out: TextIO) -> int:
-    """Every rule: the chat rules (the structural ones run on every dialect's history), then the Responses API's
-    and Anthropic Messages' own."""
+    """Every rule: the chat rules (the structural ones run on every dialect's history), then the Responses API's,
+    Anthropic Messages' and Gemini's own."""
     for doc in all_rules():
         scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
     dialect_rules: tuple[tuple[str, tuple[Described, ...]], ...] = (("responses", (*ITEM_RULES, refused_reasoning, unknown_item)),
+                                                                    ("gemini", GEMINI_RULES),
                                                                     ("messages", (*MESSAGES_RULES, surrogates, refused_signature)))
     for api, rules in dialect_rules:
         for doc in (describe(rule) for rule in rules):

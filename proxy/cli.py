@@ -10,6 +10,7 @@ from typing import Any
 
 from proxy import __version__, logs
 from proxy.config import SERVE_OPTIONS, ConfigError, Settings, flag, load
+from proxy.dialects.gemini.profiles import PROFILES as GEMINI_PROFILES
 from proxy.metrics import MULTIPROCESS_ENV
 from proxy.repair import ORPHAN_POLICIES, PROFILES, Policy
 from proxy.repair.findings import THINKING_POLICIES
@@ -33,17 +34,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             serve.add_argument(option.flag, dest=option.name, default=None, help=described)
 
-    check = commands.add_parser("check", help="lint Chat Completions, Responses API and Anthropic Messages request bodies")
+    check = commands.add_parser("check", help="lint Chat Completions, Responses API, Anthropic Messages and Gemini request bodies")
     check.add_argument("file", nargs="?", default="-", help="a request body, a message or input item list, or JSON Lines; - for stdin")
-    check.add_argument("--api", choices=("auto", "chat", "responses", "messages"), default="auto",
-                       help="how to read each document: chat (messages), responses (input), messages (Anthropic), or auto by its "
-                            "shape (input: responses; Anthropic blocks or a top-level system: messages; else chat)")
+    check.add_argument("--api", choices=("auto", "chat", "responses", "messages", "gemini"), default="auto",
+                       help="how to read each document: chat (messages), responses (input), messages (Anthropic), gemini (contents), "
+                            "or auto by its shape (input: responses; contents: gemini; Anthropic blocks or a top-level system: messages; "
+                            "else chat)")
     check.add_argument("--fix", action="store_true", help="print the repaired JSON instead of the findings")
     check.add_argument("--format", choices=("table", "json"), default="table", help="how to print findings")
     check.add_argument("--policy", choices=ORPHAN_POLICIES, default="synthesize", help="what to do with unknown orphan tool results")
     check.add_argument("--thinking-policy", choices=THINKING_POLICIES, default="drop",
-                       help="Anthropic: thinking a repaired final tool turn needs but memory lacks: drop it for the request, or reject")
-    check.add_argument("--profile", choices=sorted(PROFILES), default="openai", help="provider profile")
+                       help="Anthropic: thinking a repaired final tool turn needs but memory lacks: drop it for the request, or reject; "
+                            "Gemini 3: a call without its thought signature: shown as text, or reject")
+    check.add_argument("--profile", choices=sorted({*PROFILES, *GEMINI_PROFILES}), default="openai",
+                       help="provider profile (Gemini: vertex for Vertex AI)")
     check.add_argument("--list-rules", action="store_true", help="print every repair rule and exit")
 
     args = parser.parse_args(argv)

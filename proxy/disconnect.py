@@ -10,9 +10,8 @@ a shutdown, goes through unchanged). Only for requests whose body has been read 
 the next ASGI message can only be ``http.disconnect``.
 
 The watching starts ``WATCH_AFTER`` into the block: a task waiting for the disconnect, made and cancelled for
-every request, cost 3 % of a request's instructions, and most blocks that end within that time are answers
-from a fast upstream, or an SSE stream's last chunks. A client that leaves earlier is noticed ``WATCH_AFTER``
-late.
+every request, is a cost every request would pay, and most blocks that end within that time are answers from a
+fast upstream, or an SSE stream's last chunks. A client that leaves earlier is noticed ``WATCH_AFTER`` late.
 """
 
 import asyncio

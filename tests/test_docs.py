@@ -1,5 +1,6 @@
 """The repository documents itself: every provider rule id it cites is defined in docs/provider-rules.md,
-every link into docs/ lands on a heading, and no file points at a path outside the repository."""
+every link into docs/ lands on a heading, every relative link of the README and docs/ resolves, and no file points
+at a path outside the repository."""
 
 import re
 import subprocess
@@ -18,9 +19,11 @@ RULES_DOC = DOCS / "provider-rules.md"
 OUTSIDE = re.compile(r"/work/|\.\./shared\b|\bbench-notes\b|(?<!docs/)\bprovider-rules\.md")
 # A rule id is a heading of its own in docs/provider-rules.md ("#### OAI-1"), so it has an anchor (#oai-1).
 DEFINED = re.compile(r"^#{2,4} ((?:[A-Z]+-)*[A-Z0-9]+)$", re.MULTILINE)
-# Links into the docs (and from the docs back to the README) with a section: the section must exist.
-ANCHORED_LINK = re.compile(r"(\bdocs/(?:provider-rules|benchmarks)\.md|(?<=\()(?:provider-rules|benchmarks)\.md"
-                           r"|(?<=\()\.\./README\.md)#([\w-]+)")
+# Links into the docs from any file (docs/protocols.md#repair-rules, also in docstrings and comments) with a section: the
+# section must exist.
+ANCHORED_LINK = re.compile(r"\bdocs/([\w-]+\.md)#([\w-]+)")
+# A Markdown link: [text](target), the target relative unless it has a scheme.
+MARKDOWN_LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 
 
 def repository_files() -> list[Path]:
@@ -61,7 +64,8 @@ def cited_ids() -> dict[str, str]:
     cited = {rid: f"RULE of {doc.code}" for doc in all_rules() for rid in doc.answers}
     for path in repository_files():
         relative = path.relative_to(ROOT)
-        if relative.parts[0] in ("proxy", "tests", "bench") or relative == Path("README.md"):
+        if relative.parts[0] in ("proxy", "tests", "bench") or relative == Path("README.md") or (
+                path.parent == DOCS and path != RULES_DOC):
             for rid in pattern.findall(text_of(path) or ""):
                 cited.setdefault(rid, str(relative))
     return cited
@@ -102,11 +106,36 @@ def test_the_catalogue_names_the_repairs_that_answer_each_merged_rule() -> None:
 
 
 def test_links_into_the_docs_land_on_a_heading() -> None:
-    targets = {"provider-rules.md": anchors(RULES_DOC), "benchmarks.md": anchors(DOCS / "benchmarks.md"),
-               "README.md": anchors(ROOT / "README.md")}
     broken = []
     for path in repository_files():
-        for target, anchor in ANCHORED_LINK.findall(text_of(path) or ""):
-            if anchor not in targets[Path(target).name]:
-                broken.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
+        for name, anchor in ANCHORED_LINK.findall(text_of(path) or ""):
+            if not (DOCS / name).is_file() or anchor not in anchors(DOCS / name):
+                broken.append(f"{path.relative_to(ROOT)}: docs/{name}#{anchor}")
     assert not broken, broken
+
+
+def documents() -> list[Path]:
+    """The Markdown a reader follows links through: the README, docs/ and the benchmarks' README."""
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md")), ROOT / "bench" / "README.md"]
+
+
+def test_every_relative_link_of_the_documents_resolves() -> None:
+    broken, checked = [], 0
+    for doc in documents():
+        for target in MARKDOWN_LINK.findall(doc.read_text()):
+            if re.match(r"[a-z][a-z+.-]*:", target):  # https:, mailto:: not a file of the repository
+                continue
+            file, _, anchor = target.partition("#")
+            resolved = (doc.parent / file).resolve() if file else doc
+            checked += 1
+            if not resolved.exists() or not resolved.is_relative_to(ROOT):
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and (resolved.suffix != ".md" or anchor not in anchors(resolved)):
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
+    assert checked >= 30
+    assert not broken, broken
+
+
+def test_the_readme_links_every_document_in_docs() -> None:
+    linked = {target.partition("#")[0] for target in MARKDOWN_LINK.findall((ROOT / "README.md").read_text())}
+    assert [doc.name for doc in sorted(DOCS.glob("*.md")) if f"docs/{doc.name}" not in linked] == []

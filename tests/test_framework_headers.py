@@ -1,4 +1,4 @@
-"""Reading ``x-toolmend-calls`` the way the README tells users to, through the real clients: the official
+"""Reading ``x-toolmend-calls`` the way docs/operations.md tells users to, through the real clients: the official
 openai client (``with_raw_response``) and, when it is installed, LangChain's ``ChatOpenAI`` with
 ``include_response_headers=True``. The proxy under uvicorn in front of the strict upstream, on loopback."""
 

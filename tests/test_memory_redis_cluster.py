@@ -85,7 +85,7 @@ async def test_a_refusal_record_costs_bytes_linear_in_its_digests(backend: Backe
 
 async def test_max_entries_bounds_each_tenant(backend: Backend) -> None:
     # A count of every tenant's turns would be one key that every write touches, in one slot: each tenant
-    # has its own (README: the cluster as a whole is bounded by the time to live and maxmemory).
+    # has its own (docs/memory.md: the cluster as a whole is bounded by the time to live and maxmemory).
     store = backend.open(max_entries=2)
     for n in range(3):
         await store.remember(TENANTS[0], [turn(f"call_a{n}")])

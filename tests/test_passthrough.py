@@ -63,10 +63,9 @@ async def test_get_on_chat_completions_is_a_plain_pass_through(upstream):
     assert route.calls.last.request.url.raw_path == b"/v1/chat/completions?metadata[k]=v"
 
 
-# README, "What it repairs, and what passes through": an API no dialect repairs passes through. Each body holds a
-# result whose call is gone (what TM101 repairs in a chat completion), in the API's own format; it must reach the
-# upstream as the client's bytes, and the streamed answer must come back unchanged. (Gemini's generateContent was one
-# until its dialect; Assistants' runs still are.)
+# docs/protocols.md, "What it repairs, and what passes through": every other API passes through untouched. Each body holds
+# a result whose call is gone (what TM101 repairs in a chat completion), in the API's own format; it must reach
+# the upstream as the client's bytes, and the streamed answer must come back unchanged.
 UNREPAIRED_APIS = {
     "/threads/runs": b'{"assistant_id": "asst_1", "thread": {"messages": [{"role": "tool", "tool_call_id": "call_1",'
                      b' "content": "18C"}]}, "stream": true}',

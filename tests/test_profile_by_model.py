@@ -78,8 +78,8 @@ def test_one_mapping_of_model_names_to_profiles() -> None:
     assert route_profile("https://api.openai.com/v1", "auto")[1] is False and route_profile("http://x.test/v1", "vllm")[1] is False
 
 
-def test_the_readme_lists_every_model_pattern_under_its_profile() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+def test_the_protocols_doc_lists_every_model_pattern_under_its_profile() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "protocols.md").read_text()
     rows = {line.rsplit("|", 2)[1].strip(" `"): line for line in readme.splitlines() if line.startswith("| `") and line.count("|") == 3}
     listed = {name: list(profile.models) for name, profile in PROFILES.items() if profile.models}
     assert {name: [cell.strip(" `") for cell in rows[name].split("|")[1].split(",")] for name in listed} == listed

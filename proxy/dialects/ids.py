@@ -2,8 +2,7 @@
 
 Anthropic's ``tool_use`` ids (AM-7, ``^[a-zA-Z0-9_-]+$``) and the Responses API's item ids (RS-12) are letters,
 digits, ``_`` and ``-``. The one-pass checks meet every id of a long history; deleting the allowed bytes from all
-of them at once, in C, costs a fraction of a regular-expression match per id (a match over the ids joined took 14 %
-of the Responses check of a 2,000-item input).
+of them at once, in C, costs a fraction of a regular-expression match per id, or of one match over the ids joined.
 """
 
 import re

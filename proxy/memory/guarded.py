@@ -34,10 +34,9 @@ log = logging.getLogger("toolmend")
 RECALL_TIMEOUT = 1.0
 #: Seconds an answer's end waits for the store to have its turns before it goes out anyway (and the store
 #: counts as down). A ``remember`` waits for at most two writes (the batch in flight, then its own), and a
-#: write of a well store is far below this (measured on the 2-core machine, one turn: SQLite 0.06 ms median,
-#: 0.3 ms p99, 3.7 ms worst of 500; Redis 0.10 / 0.17 / 0.21 ms; 32 turns ending together, one batch:
-#: 0.4-0.5 ms): only a failing or overloaded store gets near it. The same bound as a recall's: the slowest
-#: the store may be before the proxy serves without it.
+#: write of a well store takes milliseconds at most (bench/README.md, "Store writes"): only a failing or
+#: overloaded store gets near it. The same bound as a recall's: the slowest the store may be before the proxy
+#: serves without it.
 REMEMBER_TIMEOUT = RECALL_TIMEOUT
 
 

@@ -17,8 +17,8 @@ call one version remembered is unknown to the other (as if forgotten), never mis
 
 Writes go through the group commit (``proxy.memory.groupcommit``): each batch of remembered
 turns is one ``EVALSHA`` of a short script that runs the batch's ``SET``s and ``ZADD``s on the server,
-atomically, in one round trip (a pipeline of the same commands costs the proxy about four times the
-CPU per turn, in redis-py's packing and reply parsing). Connections are pooled (``MAX_CONNECTIONS``);
+atomically, in one round trip (a pipeline of the same commands costs the proxy several times the CPU per
+turn, in redis-py's packing and reply parsing). Connections are pooled (``MAX_CONNECTIONS``);
 commands are never retried by the client library (the guard backs off instead), and connecting or
 answering is bounded by ``SOCKET_TIMEOUT``. Both can be changed with URL query parameters redis-py
 understands, e.g. ``?socket_timeout=2``. ``proxy.memory.redis_cluster`` is this store on a Redis Cluster:

@@ -12,7 +12,7 @@ digests, ``proxy.tenant``: never a brace in them):
   tenant*. One index of every tenant's turns would be one key, in one slot, on one master, touched by
   every write from every tenant: a script could not update it together with the turns, and it would
   make one master do the cluster's bookkeeping. The cluster as a whole is bounded by the time to live
-  and by its ``maxmemory`` (every key expires, so a ``volatile-*`` policy may drop turns; README).
+  and by its ``maxmemory`` (every key expires, so a ``volatile-*`` policy may drop turns; docs/memory.md).
 
 A batch from the group commit holds several tenants: it is written as one script call per tenant,
 sent to the tenants' masters at once. The client library learns the slot map from the nodes named in the

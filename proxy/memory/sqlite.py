@@ -3,17 +3,15 @@
 The embedded default. The file is in WAL mode, so readers never wait for the writer. The group commit
 (``proxy.memory.groupcommit``) hands over batches, each committed in one transaction. A small batch (at most
 ``INLINE_TURNS`` turns, the usual one of an answer that ended alone) is committed on the event loop itself: a
-transaction of a few rows takes 30-150 us (more in a full file), and the hand-off to a thread and back cost
-more than that, in CPU and in the time the answer waits (read your writes: chat JSON on one CPU served half the
-requests of ``memory://``). That connection never waits: it tries the
-write lock once (no busy timeout), and when another process holds it the batch goes to the writer thread. It
-never checkpoints either (no fsync on the loop): every ``CHECKPOINT_EVERY`` commits the writer thread runs a
-passive checkpoint. A commit on the loop slower than ``SLOW_COMMIT`` (a slow disk) hands the writes of the next
-``SLOW_DISK_BACKOFF`` seconds to the writer thread; a file system that hangs outright holds the loop for the one
-commit that meets it. Larger batches, and the one that deletes expired turns, go to the writer thread, whose
-connection waits up to ``BUSY_TIMEOUT_MS`` for another process's write lock. Recalls run on a small pool of
-reader threads. ``synchronous=NORMAL``: a committed turn survives the process stopping or crashing (not a power
-cut of the machine before the next checkpoint).
+transaction of a few rows costs less than the hand-off to a thread and back, in CPU and in the time the answer
+waits (read your writes). That connection never waits: it tries the write lock once (no busy timeout), and when
+another process holds it the batch goes to the writer thread. It never checkpoints either (no fsync on the loop):
+every ``CHECKPOINT_EVERY`` commits the writer thread runs a passive checkpoint. A commit on the loop slower than
+``SLOW_COMMIT`` (a slow disk) hands the writes of the next ``SLOW_DISK_BACKOFF`` seconds to the writer thread; a
+file system that hangs outright holds the loop for the one commit that meets it. Larger batches, and the one that
+deletes expired turns, go to the writer thread, whose connection waits up to ``BUSY_TIMEOUT_MS`` for another
+process's write lock. Recalls run on a small pool of reader threads. ``synchronous=NORMAL``: a committed turn
+survives the process stopping or crashing (not a power cut of the machine before the next checkpoint).
 
 Two tables. ``turns`` holds each turn once, under its number ``seq`` (the rowid); ``calls`` maps (tenant,
 call id) to that number, ``WITHOUT ROWID``, so a recall is one indexed query (a join) per ``RECALL_BATCH``
@@ -23,24 +21,22 @@ pointing at it can never be recalled again, and a trigger deletes it in that sam
 look-up, and only when an id moves), so re-remembering the same ids keeps one turn, not one per answer. No
 number is used again: the newest turn is never deleted (expired, it stays, never returned, until a newer one
 is written), so the largest number only grows, as AUTOINCREMENT would have it without its page more in every
-commit (~7 %). A turn's ``calls`` rows are deleted in the transaction that deletes it.
+commit. A turn's ``calls`` rows are deleted in the transaction that deletes it.
 
 Why not one table: the first layout kept the whole turn (1-2 KB: a Responses turn carries its reasoning's
-``encrypted_content``) in a ``WITHOUT ROWID`` row per call id, which SQLite moves to overflow pages: at least
-a 4 KB page per call id. Responses turns of 1.6 KB with two ids each: 15,000 filled 142 MB against 33 MB now
-(9.2 against 2.1 KiB a turn), 100,000 (the default ``max_entries``) 946 MB against 218 MB, and a one-turn
-commit costs about a quarter less (in the 15,000-turn file 60-85 us against 80-115).
+``encrypted_content``) in a ``WITHOUT ROWID`` row per call id, which SQLite moves to overflow pages: at least a 4
+KB page per call id, so the file took about four times the space and commits were slower (the sizes are in
+docs/performance.md).
 
-The layout's version is the file's ``PRAGMA user_version``: ``SCHEMA_VERSION``, or 0 for the first layout
-(a ``calls`` table with a ``turn`` column), or 2 for this one with an index of the turns by expiry time too,
-which cost a page of the WAL in every commit (one of the four a one-turn commit wrote): opening a version-2 file
-drops it (a 218 MB file: 9 ms; its pages go to the free list, for new turns). Opening a first-layout file
-migrates it in one transaction, under the write lock and with the version checked again inside it (every
-worker opens the file at once: one migrates, and the others wait for it, up to ``BUSY_TIMEOUT_MS``, past which
-the store counts as unavailable until they find it done), keeping every turn with its number, tenant, ids and
-the latest of its expiry times; then a ``VACUUM`` gives back the pages the old table left free (the 946 MB file
-above: 10 s, then 1.5 s, to 217 MB), and the log says how many turns were kept. A file of a newer version,
-written by a newer toolmend, is never written to: ``StoreUnavailable`` says so.
+The layout's version is the file's ``PRAGMA user_version``: ``SCHEMA_VERSION``, or 0 for the first layout (a
+``calls`` table with a ``turn`` column), or 2 for this one with an index of the turns by expiry time too, which
+cost a page of the WAL in every commit: opening a version-2 file drops it (its pages go to the free list, for new
+turns). Opening a first-layout file migrates it in one transaction, under the write lock and with the version
+checked again inside it (every worker opens the file at once: one migrates, and the others wait for it, up to
+``BUSY_TIMEOUT_MS``, past which the store counts as unavailable until they find it done), keeping every turn with
+its number, tenant, ids and the latest of its expiry times; then a ``VACUUM`` gives back the pages the old table
+left free, and the log says how many turns were kept. A file of a newer version, written by a newer toolmend, is
+never written to: ``StoreUnavailable`` says so.
 
 Bounds: a turn expires ``ttl_seconds`` after it was last remembered, and only the newest ``max_entries`` turns
 are kept. Expired turns are never returned (a recall asks for unexpired ones), and the writer thread deletes
@@ -52,7 +48,7 @@ returned, until the turns written before it expire too, or ``max_entries`` delet
 ``max_entries`` are deleted by the batch that adds them, which skips the two ``DELETE`` statements while the
 file cannot hold any: each connection knows a number no turn in the file is below (what it saw deleted stays
 deleted, as the numbers only grow), and deletes only once the newest turn is ``max_entries`` past it. A full
-file deletes in every batch, as before; one that holds fewer turns than numbers were used (ids remembered again
+file deletes in every batch; one that holds fewer turns than numbers were used (ids remembered again
 replace their turns) looks at most once per ``max_entries`` numbers.
 
 Faults of the file itself are checked before every use of a connection (an ``access`` and a ``stat`` call while

@@ -124,9 +124,8 @@ def _answers(calls: list[dict[str, Any]], responses: list[dict[str, Any]]) -> bo
     names = Counter(call["name"] for call in calls)
     for response in responses:
         rid = response.get("id")
-        if rid is not None:
-            if rid not in by_id or by_id.pop(rid) != response["name"]:
-                return False
+        if rid is not None and (rid not in by_id or by_id.pop(rid) != response["name"]):
+            return False
         names[response["name"]] -= 1
         if names[response["name"]] < 0:
             return False
@@ -194,7 +193,7 @@ def _signatures(contents: list[dict[str, Any]], target: GeminiTarget, state: Ser
         if content.get("role") != MODEL:
             continue
         first = next((part for part in content["parts"] if CALL in part), None)
-        if first is not None and SIGNATURE not in first:
+        if first is not None and first.get(SIGNATURE) is None:
             return _gn11(n, first[CALL]["name"], vertex)
         for part in content["parts"]:
             signature = part.get(SIGNATURE)

@@ -74,7 +74,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                     cid = None
                 calls.append((cid, call.get("name")))
                 if first_signed is None:
-                    first_signed = SIGNATURE in part
+                    first_signed = part.get(SIGNATURE) is not None
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
@@ -117,7 +117,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
         if index >= real:
             broken = True  # TM609, TM610 (GN-11)
             found.wanted.extend(key for part in parts if type(part) is dict and type(call := part.get(CALL)) is dict
-                                and SIGNATURE not in part and (key := call_key(call)) is not None)
+                                and part.get(SIGNATURE) is None and (key := call_key(call)) is not None)
     found.broken = broken
     return found
 

@@ -7,8 +7,8 @@ thought parts, text, a signed empty text), so the thinking travels with the call
 cut at its response parts: each one is a ``tool`` entry, each run of other parts a ``user`` entry. What is not a
 content with a parts list, or has a role no rule knows, is an ``item`` entry, written back as sent.
 
-Gemini calls and responses may carry no ``id`` (GN-9). A call without one gets a view id no JSON holds (``\\x00``
-first); a response without one answers the first unanswered call of its name in the latest call content before it
+Gemini calls and responses may carry no ``id`` (GN-9). A call without one gets a view id naming its position
+(``toolmend:contents[1].parts[0]``); a response without one answers the first unanswered call of its name in the latest call content before it
 (by position when it has no name), else it is an orphan with a view id of its own. A view id is never written: a
 part keeps the id it was read with, and only an id a rule renamed is written into a copy of the part.
 
@@ -49,9 +49,13 @@ READ = "\x00read"
 LEAD = "\x00lead"
 
 
+#: What the ids the view makes up for calls and responses without one begin with (they name the part's position).
+VIEW_ID = "toolmend:"
+
+
 def is_view_id(key: Any) -> bool:
     """An id the view made up for a call or response without one: never written into a part."""
-    return type(key) is str and key.startswith("\x00")
+    return type(key) is str and key.startswith(VIEW_ID)
 
 
 @dataclass(slots=True)
@@ -100,7 +104,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             pending: list[Any] = []
             for number, part in enumerate(parts):
                 if (call := function_call(part)) is not None:
-                    key = id_of(call) or f"\x00{index}.{number}"
+                    key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
                     declared.add(key)
                     calls.append(view_call(part, call, key, pending))
                     pending = []
@@ -118,7 +122,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         first = len(out)
         for number, part in enumerate(parts):
             if (response := function_response(part)) is not None:
-                key = _answering(id_of(response), name_of(response), declared, unanswered) or f"\x00r{index}.{number}"
+                key = _answering(id_of(response), name_of(response), declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
                 entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
                 if (name := name_of(response)) is not None:
                     entry["name"] = name

@@ -11,7 +11,7 @@ It also marks the messages a rule that edits one message at a time (TM502-TM509)
 runs those rules over them alone (and over the messages the view rebuilt, of which ``may_change`` tells). A mark
 may say more than ``broken`` (a ``tool_use`` in a user message with text input, a block without ``type`` that
 carries ``index``, an empty text inside an assistant message's ``tool_result``): the check lets those requests
-through as before, but a repair that runs for another reason mends them as it always did.
+through, since Anthropic takes them, but a repair that runs for another reason mends them too.
 """
 
 from dataclasses import dataclass, field

@@ -41,19 +41,19 @@ def unsigned_steps(contents: list[Any]) -> Iterator[tuple[int, dict[str, Any], l
         content = contents[position]
         if type(content) is dict and content.get("role") == MODEL and type(parts := content.get("parts")) is list:
             first = first_call(parts)
-            if first is not None and SIGNATURE not in first:
+            if first is not None and first.get(SIGNATURE) is None:
                 yield position, content, parts
 
 
 def wanted_keys(contents: list[Any]) -> list[str]:
     """What the calls of the current turn's unsigned steps are recalled by."""
     return [key for _, _, parts in unsigned_steps(contents) for part in parts
-            if (call := function_call(part)) is not None and SIGNATURE not in part and (key := call_key(call)) is not None]
+            if (call := function_call(part)) is not None and part.get(SIGNATURE) is None and (key := call_key(call)) is not None]
 
 
 def _signed_parts(turn: Turn) -> dict[str, dict[str, Any]]:
     """A remembered turn's signed call parts, by every key they are stored under."""
-    return {key: part for part in turn.get("parts", ()) if SIGNATURE in part and (call := function_call(part)) is not None
+    return {key: part for part in turn.get("parts", ()) if part.get(SIGNATURE) is not None and (call := function_call(part)) is not None
             for key in stored_keys(call)}
 
 
@@ -67,7 +67,7 @@ def apply(ctx: Context) -> None:
         out: list[Any] = []
         for part in parts:
             call = function_call(part)
-            key = call_key(call) if call is not None and SIGNATURE not in part else None
+            key = call_key(call) if call is not None and part.get(SIGNATURE) is None else None
             turn = ctx.recalled.get(key) if key is not None else None
             if turn is not None and dialect_of(turn) == "gemini":
                 found = read.get(id(turn))

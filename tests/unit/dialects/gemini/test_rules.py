@@ -15,6 +15,7 @@ from proxy.dialects.gemini.rules import RULES
 from proxy.dialects.gemini.target import GeminiTarget
 from proxy.repair import Policy
 from proxy.repair.catalog import RuleDoc, describe
+from proxy.repair.engine import DEFAULT_POLICY
 from tests.support.gemini_validator import ServerState, check
 
 DOCS = [describe(rule) for rule in RULES]
@@ -34,7 +35,7 @@ def state_of(doc: RuleDoc) -> ServerState:
     return state
 
 
-def repaired(doc: RuleDoc, policy: Policy = Policy()) -> Any:
+def repaired(doc: RuleDoc, policy: Policy = DEFAULT_POLICY) -> Any:
     body = {"contents": doc.bad}
     target = target_of(doc)
     planned = plan(body, gemini_profile(target.family), target)

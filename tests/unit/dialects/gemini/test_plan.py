@@ -1,0 +1,139 @@
+"""The Gemini plan over whole histories: the structural rules through the view, memory, policies, targets.
+
+What an agent loop does to a Gemini history (drops its model contents, splits parallel responses, strips
+signatures, leaves calls unanswered) is repaired into one the strict validator takes; what needs nothing is the
+client's very object, and every content no rule touched is sent as the same object.
+"""
+
+from typing import Any
+
+import pytest
+
+from proxy.dialects.gemini.keys import digest_key, turn_ids
+from proxy.dialects.gemini.plan import plan
+from proxy.dialects.gemini.profiles import gemini_profile
+from proxy.dialects.gemini.rules.unsigned_call import DUMMY
+from proxy.dialects.gemini.target import GeminiTarget
+from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
+from proxy.repair.engine import DEFAULT_POLICY
+from tests.support.gemini_validator import ServerState, check
+
+G3 = GeminiTarget("developer", "gemini-3-pro-preview")
+G25 = GeminiTarget("developer", "gemini-2.5-flash")
+Q = {"role": "user", "parts": [{"text": "Weather in Paris and Rome?"}]}
+THOUGHT = {"text": "Two lookups.", "thought": True}
+CALL_A = {"functionCall": {"id": "c1", "name": "weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnMQ=="}
+CALL_B = {"functionCall": {"id": "c2", "name": "weather", "args": {"city": "Rome"}}}
+ANSWER_A = {"functionResponse": {"id": "c1", "name": "weather", "response": {"temp": "18C"}}}
+ANSWER_B = {"functionResponse": {"id": "c2", "name": "weather", "response": {"temp": "24C"}}}
+TURN = {"dialect": "gemini", "parts": [THOUGHT, CALL_A, CALL_B], "ids": turn_ids([THOUGHT, CALL_A, CALL_B])}
+SERVED = ServerState({"c2lnMQ=="})
+
+
+def model(*parts: Any) -> dict[str, Any]:
+    return {"role": "model", "parts": list(parts)}
+
+
+def user(*parts: Any) -> dict[str, Any]:
+    return {"role": "user", "parts": list(parts)}
+
+
+def without_id(part: dict[str, Any]) -> dict[str, Any]:
+    key = "functionCall" if "functionCall" in part else "functionResponse"
+    return {**part, key: {name: value for name, value in part[key].items() if name != "id"}}
+
+
+def repair(contents: list[Any], target: GeminiTarget = G3, memory: tuple[dict[str, Any], ...] = (),
+           policy: Policy = DEFAULT_POLICY) -> Result:
+    body = {"contents": contents}
+    planned = plan(body, gemini_profile(target.family), target)
+    assert planned is not None
+    recalled = {key: turn for turn in memory for key in turn["ids"] if key in planned.recall}
+    return planned.repair(recalled, policy)
+
+
+def test_a_valid_history_needs_no_plan() -> None:
+    body = {"contents": [Q, model(THOUGHT, CALL_A, CALL_B), user(ANSWER_A, ANSWER_B)]}
+    assert check(body, G3, SERVED) is None
+    assert plan(body, gemini_profile("gemini"), G3) is None
+
+
+def test_a_dropped_call_content_comes_back_from_memory_with_its_thought_and_signature() -> None:
+    answers = user(ANSWER_A, ANSWER_B)
+    result = repair([Q, answers], memory=(TURN,))
+    assert result.body["contents"] == [Q, model(THOUGHT, CALL_A, CALL_B), answers]
+    assert result.body["contents"][0] is Q and result.body["contents"][2] is answers
+    assert [(f.code, f.source, f.calls) for f in result.findings] == [("TM101", "recalled", 2)]
+    assert check(result.body, G3, SERVED) is None
+
+
+def test_an_unanswered_call_gets_a_placeholder_in_the_response_content_of_its_batch() -> None:
+    result = repair([Q, model(THOUGHT, CALL_A, CALL_B), user(ANSWER_A)])
+    placeholder = {"functionResponse": {"name": "weather", "response": {"error": DEFAULT_PLACEHOLDER}, "id": "c2"}}
+    assert result.body["contents"][2] == user(ANSWER_A, placeholder)
+    assert check(result.body, G3, SERVED) is None
+
+
+def test_split_responses_are_merged_and_a_stripped_signature_restored() -> None:
+    unsigned = {key: value for key, value in CALL_A.items() if key != "thoughtSignature"}
+    result = repair([Q, model(THOUGHT, unsigned, CALL_B), user(ANSWER_A), user(ANSWER_B)], memory=(TURN,))
+    assert result.body["contents"] == [Q, model(THOUGHT, CALL_A, CALL_B), user(ANSWER_A, ANSWER_B)]
+    assert {f.code for f in result.findings} == {"TM601", "TM609"}
+
+
+def test_responses_without_ids_pair_by_name_and_position() -> None:
+    calls = model(without_id(CALL_A), without_id(CALL_B))
+    nameless = {"functionResponse": {"name": "", "response": {"temp": "24C"}}}
+    result = repair([Q, calls, user(nameless), user({"text": "hm"}), user(without_id(ANSWER_A))], G25)
+    named = {"functionResponse": {"name": "weather", "response": {"temp": "24C"}}}
+    assert result.body["contents"] == [Q, calls, user(named, without_id(ANSWER_A)), user({"text": "hm"})]
+    assert result.body["contents"][1] is calls
+    assert check(result.body, G25) is None
+
+
+def test_a_call_signed_by_digest_when_the_client_dropped_ids() -> None:
+    remembered = {"dialect": "gemini", "parts": [without_id(CALL_A)], "ids": turn_ids([without_id(CALL_A)])}
+    assert remembered["ids"] == [digest_key("weather", {"city": "Paris"})]
+    unsigned = {"functionCall": {"name": "weather", "args": {"city": "Paris"}}}
+    result = repair([Q, model(unsigned), user(without_id(ANSWER_A))], memory=(remembered,))
+    assert result.body["contents"][1] == model(without_id(CALL_A))
+
+
+@pytest.mark.parametrize("policy", [Policy(), Policy(dummy_signatures=True), Policy(thinking="reject")],
+                         ids=["text", "dummy", "reject"])
+def test_calls_memory_does_not_hold_follow_the_policy(policy: Policy) -> None:
+    result = repair([Q, user(ANSWER_A, ANSWER_B)], policy=policy)
+    codes = [f.code for f in result.findings]
+    assert codes[:2] == ["TM101", "TM101"] and codes[-1] == "TM610"
+    if policy.thinking == "reject":
+        assert result.rejected is not None and result.rejected.code == "TM610"
+        return
+    contents = result.body["contents"]
+    assert check(result.body, G3, SERVED) is None
+    if policy.dummy_signatures:
+        assert contents[1]["parts"][0]["thoughtSignature"] == DUMMY
+        assert "thoughtSignature" not in contents[1]["parts"][1]
+    else:
+        assert all("text" in part and part["text"].startswith("[toolmend] ") for content in contents[1:] for part in content["parts"])
+
+
+def test_signatures_are_not_needed_before_gemini_3_nor_before_the_current_turn() -> None:
+    unsigned = {key: value for key, value in CALL_A.items() if key != "thoughtSignature"}
+    old = [Q, model(unsigned), user(ANSWER_A)]
+    assert plan({"contents": old}, gemini_profile("gemini"), G25) is None
+    earlier = [*old, model({"text": "18C."}), user({"text": "And Rome?"}), model(CALL_B), user(ANSWER_B)]
+    body = {"contents": earlier}
+    assert check(body, G3) is not None  # the current turn's call is unsigned: GN-11
+    earlier[5] = model({**CALL_B, "thoughtSignature": "c2lnMQ=="})
+    assert check(body, G3, SERVED) is None
+    assert plan(body, gemini_profile("gemini"), G3) is None
+
+
+def test_ids_are_kept_where_the_endpoint_takes_them() -> None:
+    body = {"contents": [Q, model(CALL_A, CALL_B), user(ANSWER_A, ANSWER_B)]}
+    assert plan(body, gemini_profile("vertex"), GeminiTarget("vertex", "gemini-3-pro-preview")) is None
+    vertex = GeminiTarget("vertex", "gemini-2.5-pro")
+    result = repair(body["contents"], vertex)
+    assert check(result.body, vertex) is None
+    assert "id" not in result.body["contents"][1]["parts"][0]["functionCall"]
+    assert result.body["contents"][0] is Q
