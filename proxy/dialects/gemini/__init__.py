@@ -26,7 +26,7 @@ from proxy.dialects.gemini.plan import GeminiPlan, plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.rules import refused_signature
 from proxy.dialects.gemini.target import GeminiTarget
-from proxy.repair import Finding, Profile
+from proxy.repair import Finding, Policy, Profile
 from proxy.turns import Dialect as DialectName
 
 #: The versions Google serves Gemini under; ``v1beta1`` is Vertex's, ``v1beta`` and ``v1alpha`` the Developer API's.
@@ -43,13 +43,20 @@ ENDPOINT = re.compile(r"/(?:v1|v1beta|v1beta1|v1alpha)(?P<vertex>/projects/[^/]+
 #: Any path of Google's API below a route prefix: a Gemini version, or Vertex's resources and model methods under ``/v1``.
 GOOGLE_PATH = re.compile(r"/(?:v1beta1?|v1alpha)/|/v1/(?:projects|publishers)/|/v1/models/[^/]+:[A-Za-z]+$")
 
-def target_of(raw_path: bytes) -> tuple[GeminiTarget, bool] | None:
-    """Where a request target goes (the endpoint family, the model) and whether its answer streams; None for a path
-    this dialect does not repair (Starlette routes it only those that are)."""
+@functools.lru_cache(maxsize=1024)
+def target_of(raw_path: bytes) -> Target | None:
+    """What a request target says: the model, the plan bound to where it goes (the endpoint family, the model), whether
+    its answer streams; None for a path this dialect does not repair. Kept per path (clients repeat theirs; bounded)."""
     found = ENDPOINT.search(raw_path.decode("latin-1"))
     if found is None:
         return None
-    return GeminiTarget("vertex" if found["vertex"] else "developer", found["model"]), found["method"] == STREAMED
+    facts = GeminiTarget("vertex" if found["vertex"] else "developer", found["model"])
+    return Target(facts.model, functools.partial(plan, facts=facts), found["method"] == STREAMED)
+
+
+@functools.lru_cache(maxsize=1024)
+def _repaired(path: str) -> bool:
+    return ENDPOINT.search(path) is not None
 
 
 class GeminiDialect(ListHistory):
@@ -67,17 +74,19 @@ class GeminiDialect(ListHistory):
     error = staticmethod(google_error)
 
     def repairs(self, path: str) -> bool:
-        return ENDPOINT.search(path) is not None
+        return path.endswith(METHODS) and _repaired(path)
 
     def speaks(self, path: str) -> bool:
         return GOOGLE_PATH.search(path) is not None
 
     def target(self, raw_path: bytes, body: dict[str, Any]) -> Target:
         found = target_of(raw_path)
-        if found is None:
-            return Target(None, self.plan)
-        facts, streamed = found
-        return Target(facts.model, functools.partial(plan, facts=facts), streamed)
+        return Target(None, self.plan) if found is None else found
+
+    def retries(self, status: int, policy: Policy) -> bool:
+        """Only a refusal's own status: Google refuses a request before any of its stream, never as a stream's first
+        event, so a successful answer goes to the client without a look at it."""
+        return any(fix.status == status and fix.applies(policy) for fix in self.refusal_fixes)
 
     def profile(self, name: str) -> Profile:
         return gemini_profile(name)
