@@ -74,6 +74,8 @@ SERVE_OPTIONS = (
                                       "refused, and Responses reasoning whose encrypted content the upstream could not verify (drop "
                                       "sends the request without it, a refused one once more; reject refuses, or relays the refusal): "
                                       f"{', '.join(THINKING_POLICIES)}"),
+    Option("dummy_signatures", False, "Gemini 3: give a call of the current turn whose thought signature memory does not hold Google's "
+                                      "documented dummy (skip_thought_signature_validator) instead of --thinking-policy's text or refusal", flag),
     Option("memory", "sqlite://$XDG_STATE_HOME/toolmend/memory.db",
            "tool-call memory store URL: sqlite:///path/file.db, redis://host:port/db, rediss://..., memory://"),
     Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),
@@ -114,6 +116,7 @@ class Settings:
     profile: str = "auto"
     orphan_policy: OrphanPolicy = "synthesize"  # read as text; _check refuses any other
     thinking_policy: ThinkingPolicy = "drop"  # likewise
+    dummy_signatures: bool = False
     memory: str = "memory://"
     memory_ttl: float = 86400.0
     memory_max_entries: int = 100_000

@@ -20,6 +20,7 @@ import pytest
 import respx
 
 from proxy import endpoint
+from proxy.check import GEMINI
 from proxy.dialects import MESSAGES, RESPONSES
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.chat import CHAT
@@ -40,6 +41,7 @@ from proxy.repair.rules import (
     unanswered_tool_call,
 )
 from proxy.turns import Turn
+from tests.support.gemini_shapes import SHAPES as GEMINI_SHAPES
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import AUTH, UPSTREAM, AsgiCall, call_asgi, running_proxy
 
@@ -182,6 +184,7 @@ CASES: dict[str, Case] = {
                                                                         lambda n: altered_thinking_of_many_calls(n * REMEMBERED // (2 * SIZE))),
     "orphans answered by a turn that holds none of them (TM101)": (CHAT, "openai", orphans_of_a_stranger_turn),
     "turns the client merged into one message (TM101)": (CHAT, "openai", turns_merged_by_the_client),
+    **{f"gemini: {name}": (GEMINI, "gemini", make) for name, make in GEMINI_SHAPES.items()},
 }
 
 

@@ -243,7 +243,7 @@ def foreign_history(signed_parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_a_refused_signature_is_left_out_and_the_request_sent_once_more(proxy, recorder):
-    """GN-12: the upstream refuses a signature it did not mint; toolmend sends the request again without it (TM611),
+    """GN-12: the upstream refuses a signature it did not mint; toolmend sends the request again without it (TM612),
     keeping the signature it remembers this tenant's upstream minted, and leaves it out of the tenant's later requests
     before they are sent."""
     path, key = "/v1beta/models/gemini-3-pro-preview:generateContent", {"x-goog-api-key": "key-gn12"}
@@ -252,7 +252,7 @@ def test_a_refused_signature_is_left_out_and_the_request_sent_once_more(proxy, r
     body = foreign_history(signed)
     answer = httpx.post(proxy + path, json=body, headers=key)
     assert answer.status_code == 200, answer.text
-    assert answer.headers["x-toolmend-repairs"] == "TM611=1"
+    assert answer.headers["x-toolmend-repairs"] == "TM612=1"
     refused, retried = recorder.requests[-2:]
     assert recorder.rejections == [{"message": "Corrupted thought signature."}]
     assert refused.json == body
@@ -260,7 +260,7 @@ def test_a_refused_signature_is_left_out_and_the_request_sent_once_more(proxy, r
     assert retried.json["contents"][4]["parts"] == signed  # minted for this tenant: kept
     # The session goes on: the refused signature is left out before the request is sent, no refusal paid again.
     again = httpx.post(proxy + path, json=body, headers=key)
-    assert again.status_code == 200 and again.headers["x-toolmend-repairs"] == "TM611=1"
+    assert again.status_code == 200 and again.headers["x-toolmend-repairs"] == "TM612=1"
     assert len(recorder.rejections) == 1 and recorder.requests[-1].json == retried.json
 
 

@@ -68,7 +68,7 @@ class GeminiDialect(ListHistory):
     entries_key = "parts"
     history_entries = "contents and their parts"
     capture = CAPTURE
-    #: A 400 refusing a thought signature (GN-12): sent once more without the signatures memory did not capture (TM611).
+    #: A 400 refusing a thought signature (GN-12): sent once more without the signatures memory did not capture (TM612).
     refusal_fixes = (RefusalFix(refused_signature.refused, refused_signature.retried,
                                 Blobs(refused_signature.carried, refused_signature.recall_keys, refused_signature.minted)),)
     error = staticmethod(google_error)

@@ -72,21 +72,21 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                     declared.add(cid)
                 else:
                     cid = None
-                calls.append((cid, call.get("name")))
+                calls.append((cid, name if type(name := call.get("name")) is str else None))
                 if first_signed is None:
                     first_signed = part.get(SIGNATURE) is not None
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
                     broken = True  # TM608 (GN-9)
-                responses.append((rid if type(rid) is str and rid else None, response.get("name")))
+                responses.append((rid if type(rid) is str and rid else None, name if type(name := response.get("name")) is str else None))
             else:
                 others += 1
                 if is_empty(part):
                     broken = True  # TM607 (GN-10)
         if role == MODEL:
-            if model_before or responses:
-                broken = True  # TM603 (GN-3), TM604 (GN-4)
+            if model_before or responses or (calls and index == 0):
+                broken = True  # TM603 (GN-3), TM604 (GN-4), TM611 (GN-3)
             if pending is not None:
                 broken = True  # TM104: the calls before are answered by nothing
             pending = calls or None

@@ -3,8 +3,10 @@ Google's: ``{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"
 
 The ``status`` is the canonical ``google.rpc.Code`` name its HTTP status maps to (google/rpc/code.proto, AIP-193):
 400 ``INVALID_ARGUMENT``, 401 ``UNAUTHENTICATED``, 403 ``PERMISSION_DENIED``, 404 ``NOT_FOUND``, 409 ``ABORTED``,
-413 and 429 ``RESOURCE_EXHAUSTED`` (Google answers an oversized request with 400 or 413), 499 ``CANCELLED``, 500
-``INTERNAL``, 501 ``UNIMPLEMENTED``, 502 and 503 ``UNAVAILABLE``, 504 ``DEADLINE_EXCEEDED``. The ``type_``, ``param``
+412 ``FAILED_PRECONDITION``, 429 ``RESOURCE_EXHAUSTED``, 499 ``CANCELLED``, 500 ``INTERNAL``, 501 ``UNIMPLEMENTED``, 503
+``UNAVAILABLE``, 504 ``DEADLINE_EXCEEDED``; toolmend's others as their meaning maps: 408 (a slow body) and 504 are
+``DEADLINE_EXCEEDED``, 502 (upstream unreachable) ``UNAVAILABLE``, any other 4XX ``INVALID_ARGUMENT`` (Google answers an
+oversized payload so), any other 5XX ``INTERNAL``. The ``type_``, ``param``
 and ``code`` a caller passes are OpenAI's vocabulary; Google's envelope has no place for them (the message names the
 toolmend rule of a refused repair).
 """
@@ -17,9 +19,9 @@ STATUSES = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
     409: "ABORTED",
     412: "FAILED_PRECONDITION",
-    413: "RESOURCE_EXHAUSTED",
     429: "RESOURCE_EXHAUSTED",
     499: "CANCELLED",
     500: "INTERNAL",
@@ -31,8 +33,8 @@ STATUSES = {
 
 
 def status_name(status: int) -> str:
-    """The ``google.rpc.Code`` name of an HTTP status: other 4XX are ``FAILED_PRECONDITION``, other 5XX ``INTERNAL``."""
-    return STATUSES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    """The ``google.rpc.Code`` name of an HTTP status: other 4XX are ``INVALID_ARGUMENT``, other 5XX ``INTERNAL``."""
+    return STATUSES.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
 
 
 def error_body(status: int, message: str) -> bytes:

@@ -144,32 +144,49 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
 
 
 def _answering(key: str | None, name: str | None, declared: set[str], unanswered: "_Unanswered") -> str | None:
-    """The id of the call a response answers: its own id when a call declared it, else the first unanswered call of
-    its name (or by position) in the latest call content, else its own id (an orphan, recalled by it)."""
+    """The id of the call a response answers: its own id when a call declared it; else the first unanswered call of
+    its name (or by position) in the latest call content, one without an id of its own when the response has one
+    (an id answers no other id); else its own id (an orphan, recalled by it)."""
     if key is not None and key in declared:
         unanswered.taken.add(key)
         return key
-    return unanswered.answer(name) or key
+    return unanswered.answer(name, key is not None) or key
+
+
+class _Queues:
+    """Calls by name and in order."""
+
+    __slots__ = ("by_name", "in_order")
+
+    def __init__(self) -> None:
+        self.by_name: dict[Any, deque[str]] = {}
+        self.in_order: deque[str] = deque()
+
+    def add(self, name: Any, key: str) -> None:
+        self.by_name.setdefault(name, deque()).append(key)
+        self.in_order.append(key)
 
 
 class _Unanswered:
-    """The latest call content's calls not answered yet, by name and in order: a response without an id answers the
-    first of its name, or the first of all when it has no name."""
+    """The latest call content's calls not answered yet, by name and in order (all of them, and those without an id
+    of their own): a response without an id answers the first of its name, or the first of all."""
 
-    __slots__ = ("by_name", "in_order", "taken")
+    __slots__ = ("every", "idless", "taken")
 
     def __init__(self, calls: Iterable[dict[str, Any]] = ()) -> None:
-        self.by_name: dict[Any, deque[str]] = {}
-        self.in_order: deque[str] = deque()
+        self.every, self.idless = _Queues(), _Queues()
         self.taken: set[str] = set()
         for call in calls:
-            self.by_name.setdefault(call["function"]["name"], deque()).append(call["id"])
-            self.in_order.append(call["id"])
+            self.every.add(call["function"]["name"], call["id"])
+            if is_view_id(call["id"]):
+                self.idless.add(call["function"]["name"], call["id"])
 
-    def answer(self, name: str | None) -> str | None:
+    def answer(self, name: str | None, idless: bool) -> str | None:
         """The view id of the call a response of ``name`` answers, taken: the first unanswered one of that name, else
-        the first unanswered one (GN-7: a name a bridge made up); None when no call is left."""
-        for queue in (self.by_name.get(name), self.in_order):
+        the first unanswered one (GN-7: a name a bridge made up), among those without an id when ``idless``; None when
+        no call is left."""
+        queues = self.idless if idless else self.every
+        for queue in (queues.by_name.get(name), queues.in_order):
             while queue:
                 key = queue.popleft()
                 if key not in self.taken:

@@ -6,7 +6,8 @@ merged (GN-3), so that the view reads one assistant entry per call turn. The str
 responses over the view (``view.py``): an orphan response gets its call content back from memory (TM101, GN-1/GN-2),
 responses move next to their calls (TM102, TM103, GN-2), duplicate ids are renamed (TM107, GN-8), an unanswered call
 gets a placeholder response (TM104, GN-1); TM606 gives each response its call's name (GN-7). ``AFTER_VIEW`` runs over
-the contents the view wrote back: other parts out of a response content (GN-1), then the responses of one call
+the contents the view wrote back: model contents the structural rules left side by side merged (GN-3), other parts out
+of a response content (GN-1), then the responses of one call
 content into one content (GN-1), ids by endpoint (GN-9), then thought signatures restored from memory (GN-11), and
 what memory did not hold to the policy (GN-11) last, so that it judges the calls as they will be sent.
 
@@ -20,6 +21,7 @@ from proxy.dialects.gemini.rules import (
     adjacent_model,
     empty_parts,
     endpoint_ids,
+    leading_call_turn,
     legacy_role,
     mixed_call_turn,
     response_name,
@@ -32,7 +34,9 @@ from proxy.repair.rule import RepairRule
 
 BEFORE_VIEW: tuple[RepairRule, ...] = (legacy_role, empty_parts, mixed_call_turn, adjacent_model)
 
-AFTER_VIEW: tuple[RepairRule, ...] = (response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call)
+#: TM603 runs again first: an orphan response the policy dropped may leave two model contents side by side.
+AFTER_VIEW: tuple[RepairRule, ...] = (adjacent_model, response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call,
+                                      leading_call_turn)
 
-#: Every Gemini rule, in the order they run (TM606 over the view): what the rule catalogue lists.
-RULES: tuple[RepairRule, ...] = (*BEFORE_VIEW, response_name, *AFTER_VIEW)
+#: Every Gemini rule, in the order they first run (TM606 over the view): what the rule catalogue lists.
+RULES: tuple[RepairRule, ...] = (*BEFORE_VIEW, response_name, *AFTER_VIEW[1:])

@@ -19,7 +19,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.gemini.parts import MODEL
-from proxy.dialects.gemini.rules.edit import copy
+from proxy.dialects.gemini.rules.edit import merge_runs
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -31,25 +31,4 @@ def _is_model(content: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    contents = ctx.messages
-    previous = False
-    for content in contents:
-        current = _is_model(content)
-        if current and previous:
-            break
-        previous = current
-    else:
-        return
-    out: list[Any] = []
-    run: list[Any] | None = None  # the parts of the run out[-1] opens, once a second content joins it
-    for position, content in enumerate(contents):
-        if _is_model(content) and out and _is_model(out[-1]):
-            if run is None:
-                run = list(out[-1]["parts"])
-                out[-1] = copy(ctx, out[-1], parts=run)
-            run += content["parts"]
-            ctx.report(RULE, content, "merged", f"{len(content['parts'])} part(s) merged into the model content before", position)
-            continue
-        run = None
-        out.append(content)
-    contents[:] = out
+    merge_runs(ctx, RULE, _is_model, "part(s)")

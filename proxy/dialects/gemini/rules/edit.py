@@ -5,12 +5,15 @@ is still the client's own object; a rule never edits one of those in place (the 
 sent it), it replaces it with a copy, and ``origin`` learns the copy so findings keep naming the client's positions.
 """
 
+from collections.abc import Callable
 from typing import Any
 
+from proxy.dialects.gemini.parts import USER
 from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
 from proxy.repair.context import Context, Recalled
 from proxy.repair.findings import Policy
 from proxy.repair.profiles import Profile
+from proxy.repair.rule import Rule
 
 
 class GeminiContext(Context):
@@ -54,3 +57,54 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": declaration["name"]}}
             for tool in tools if type(tool) is dict and type(declarations := tool.get("functionDeclarations")) is list
             for declaration in declarations if type(declaration) is dict and type(declaration.get("name")) is str]
+
+
+def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str) -> None:
+    """Each run of consecutive contents that are ``alike`` becomes its first one's copy holding all their parts, in
+    order; a finding for each content merged says how many ``what`` (``part(s)``) it brought. The list is rebuilt
+    once, and a run's parts gathered in one list: merging two at a time was quadratic in a long run."""
+    contents = ctx.messages
+    previous = False
+    for content in contents:
+        current = alike(content)
+        if current and previous:
+            break
+        previous = current
+    else:
+        return
+    out: list[Any] = []
+    run: list[Any] | None = None  # the parts of the content out[-1] is, once a second one joins it
+    last = False  # whether out[-1] is alike
+    for position, content in enumerate(contents):
+        current = alike(content)
+        if current and last:
+            if run is None:
+                run = list(out[-1]["parts"])
+                out[-1] = copy(ctx, out[-1], parts=run)
+            run += content["parts"]
+            ctx.report(rule, content, "merged", f"{len(content['parts'])} {what} merged into the content before", position)
+            continue
+        run, last = None, current
+        out.append(content)
+    contents[:] = out
+
+
+def split_off(ctx: Context, rule: Rule, mixed: Callable[[Any], bool], moves: Callable[[Any], bool], what: str) -> None:
+    """Each content that is ``mixed`` keeps the parts that do not ``move`` (it goes when none is left) and gives the
+    others, in their order, to a user content right after it; a finding for each says how many ``what`` moved."""
+    contents = ctx.messages
+    if not any(map(mixed, contents)):
+        return
+    out: list[Any] = []
+    for position, content in enumerate(contents):
+        if not mixed(content):
+            out.append(content)
+            continue
+        parts = content["parts"]
+        staying = [part for part in parts if not moves(part)]
+        moving = [part for part in parts if moves(part)]
+        if staying:
+            out.append(copy(ctx, content, parts=staying))
+        out.append(made_like(ctx, content, {"role": USER, "parts": moving}))
+        ctx.report(rule, content, "split", f"{len(moving)} {what} moved into a user content after it", position)
+    contents[:] = out

@@ -16,8 +16,8 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.gemini.parts import MODEL, USER, function_response
-from proxy.dialects.gemini.rules.edit import copy, made_like
+from proxy.dialects.gemini.parts import MODEL, function_response
+from proxy.dialects.gemini.rules.edit import split_off
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -31,19 +31,4 @@ def is_mixed(content: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    contents = ctx.messages
-    if not any(map(is_mixed, contents)):
-        return
-    out: list[Any] = []
-    for position, content in enumerate(contents):
-        if not is_mixed(content):
-            out.append(content)
-            continue
-        parts = content["parts"]
-        responses = [part for part in parts if function_response(part) is not None]
-        own = [part for part in parts if function_response(part) is None]
-        if own:
-            out.append(copy(ctx, content, parts=own))
-        out.append(made_like(ctx, content, {"role": USER, "parts": responses}))
-        ctx.report(RULE, content, "split", f"{len(responses)} function response(s) moved into a user content after the model's", position)
-    contents[:] = out
+    split_off(ctx, RULE, is_mixed, lambda part: function_response(part) is not None, "function response(s)")

@@ -37,7 +37,7 @@ from proxy.repair.profiles import Profile
 from proxy.repair.rule import Rule
 from proxy.turns import Turn
 
-RULE = Rule("TM611", "refused-thought-signature", ("GN-12",))
+RULE = Rule("TM612", "refused-thought-signature", ("GN-12",))
 
 #: Each wording of the refusal, as ``Refusal.says`` compares them (lower case): the Developer API's, Vertex's, and the
 #: one a signature that is no base64 gets.

@@ -20,7 +20,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER, function_response
-from proxy.dialects.gemini.rules.edit import copy, made_like
+from proxy.dialects.gemini.rules.edit import split_off
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -36,17 +36,4 @@ def _mixed(content: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    contents = ctx.messages
-    if not any(map(_mixed, contents)):
-        return
-    out: list[Any] = []
-    for position, content in enumerate(contents):
-        if not _mixed(content):
-            out.append(content)
-            continue
-        parts = content["parts"]
-        others = [part for part in parts if function_response(part) is None]
-        out.append(copy(ctx, content, parts=[part for part in parts if function_response(part) is not None]))
-        out.append(made_like(ctx, content, {"role": USER, "parts": others}))
-        ctx.report(RULE, content, "split", f"{len(others)} part(s) beside the function responses moved into a user content after them", position)
-    contents[:] = out
+    split_off(ctx, RULE, _mixed, lambda part: function_response(part) is None, "part(s) beside the function responses")

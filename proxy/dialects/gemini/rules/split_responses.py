@@ -16,10 +16,8 @@ Good:
     {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}, {"functionResponse": {"name": "weather", "response": {"temp": "24C"}}}]}
 """
 
-from typing import Any
-
 from proxy.dialects.gemini.parts import is_response_content
-from proxy.dialects.gemini.rules.edit import copy
+from proxy.dialects.gemini.rules.edit import merge_runs
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -27,27 +25,4 @@ RULE = Rule("TM601", "split-function-responses", ("GN-1",))
 
 
 def apply(ctx: Context) -> None:
-    contents = ctx.messages
-    previous = False
-    for content in contents:
-        current = is_response_content(content)
-        if current and previous:
-            break
-        previous = current
-    else:
-        return
-    out: list[Any] = []
-    run: list[Any] | None = None  # the parts of the content out[-1] is, once a second one joins it
-    last = False  # whether out[-1] is a response content
-    for position, content in enumerate(contents):
-        current = is_response_content(content)
-        if current and last:
-            if run is None:
-                run = list(out[-1]["parts"])
-                out[-1] = copy(ctx, out[-1], parts=run)
-            run += content["parts"]
-            ctx.report(RULE, content, "merged", f"{len(content['parts'])} function response(s) merged into the response content before", position)
-            continue
-        run, last = None, current
-        out.append(content)
-    contents[:] = out
+    merge_runs(ctx, RULE, is_response_content, "function response(s)")

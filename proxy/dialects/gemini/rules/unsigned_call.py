@@ -11,13 +11,13 @@ refused; with ``--dummy-signatures`` (opt-in) the step's first call gets the dum
 Request:
     {"family": "developer", "model": "gemini-3-pro-preview"}
 Bad:
-    {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
-    {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "Paris"}}}]}
-    {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}]}
+    {"role": "user", "parts": [{"text": "List the files."}]}
+    {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": {"command": "ls"}}}]}
+    {"role": "user", "parts": [{"functionResponse": {"name": "shell", "response": {"output": "README.md"}}}]}
 Good:
-    {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
-    {"role": "model", "parts": [{"text": "[toolmend] Called weather with {\"city\":\"Paris\"} (its thought signature was lost, so it is shown as text)."}]}
-    {"role": "user", "parts": [{"text": "[toolmend] weather returned {\"temp\":\"18C\"}"}]}
+    {"role": "user", "parts": [{"text": "List the files."}]}
+    {"role": "model", "parts": [{"text": "[toolmend] Called shell with {\"command\":\"ls\"} (its thought signature was lost, so it is shown as text)."}]}
+    {"role": "user", "parts": [{"text": "[toolmend] shell returned {\"output\":\"README.md\"}"}]}
 """
 
 from typing import Any

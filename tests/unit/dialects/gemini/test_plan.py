@@ -137,3 +137,21 @@ def test_ids_are_kept_where_the_endpoint_takes_them() -> None:
     assert check(result.body, vertex) is None
     assert "id" not in result.body["contents"][1]["parts"][0]["functionCall"]
     assert result.body["contents"][0] is Q
+
+
+def test_a_trimmed_window_opening_with_responses_gets_its_calls_and_a_user_content_before_them() -> None:
+    result = repair([user(ANSWER_A, ANSWER_B), user({"text": "And tomorrow?"})], memory=(TURN,))
+    assert [f.code for f in result.findings] == ["TM101", "TM611"]
+    assert result.body["contents"][:2] == [user({"text": "(earlier conversation omitted)"}), model(THOUGHT, CALL_A, CALL_B)]
+    assert check(result.body, G3, SERVED) is None
+
+
+def test_a_response_with_an_id_never_answers_a_call_with_another_id() -> None:
+    """An orphan response whose call was dropped is not taken for the answer to an unanswered call of the same name
+    before it (found by the properties: the call content before had lost a response)."""
+    orphan = {"functionResponse": {"id": "c9", "name": "weather", "response": {"temp": "9C"}}}
+    result = repair([Q, model(CALL_A, CALL_B), user(ANSWER_A), user(orphan)], G25)
+    contents = result.body["contents"]
+    assert contents[2]["parts"][1]["functionResponse"]["id"] == "c2"  # a placeholder for c2
+    assert contents[3:] == [model({"functionCall": {"name": "weather", "args": {}, "id": "c9"}}), user(orphan)]
+    assert check(result.body, G25) is None

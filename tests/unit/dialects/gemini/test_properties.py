@@ -7,7 +7,7 @@
 * ``BREAKERS`` break them 1-3 at a time: a dropped call content (GN-2), responses split one per content (GN-1), a lost
   response, text between the calls and their responses, parallel calls split over model contents (GN-3), the legacy
   ``function`` role (GN-5), response names lost (GN-7), empty text parts (GN-10), ids sent where the endpoint refuses
-  them (GN-9), and thought signatures stripped (GN-11).
+  them (GN-9), a window trimmed to open with responses (GN-3), and thought signatures stripped (GN-11).
 * The properties: the repair is accepted by the strict validator (signatures checked), never edits the request it
   was given, needs no second repair; a valid history is not planned at all.
 """
@@ -155,22 +155,32 @@ def empty_text(history: History, draw: Callable[[Any], Any]) -> None:
 
 
 def bridge_ids(history: History, draw: Callable[[Any], Any]) -> None:
-    """An OpenAI bridge forwards its own call ids, matching, where the history had none."""
+    """An OpenAI bridge forwards its own call ids, matching, where the history had none: a response gets the id of
+    the call of its name in the content right before it."""
     if history.ids:
         return
-    number = 0
+    previous: dict[str, list[str]] = {}  # the ids of the calls of the content before, by name
     for index, content in enumerate(history.contents):
         if _calls(content):
-            number = index
-            content["parts"] = [{**part, "functionCall": {**part["functionCall"], "id": f"b{number}.{k}"}} if "functionCall" in part else part
+            content["parts"] = [{**part, "functionCall": {**part["functionCall"], "id": f"b{index}.{k}"}} if "functionCall" in part else part
                                 for k, part in enumerate(content["parts"])]
-        elif _responses(content) and number:
-            calls = [part["functionCall"] for part in history.contents[number]["parts"] if "functionCall" in part]
-            by_name: dict[str, list[str]] = {}
-            for call in calls:
-                by_name.setdefault(call["name"], []).append(call["id"])
-            content["parts"] = [{"functionResponse": {**part["functionResponse"], "id": by_name[part["functionResponse"]["name"]].pop(0)}}
+            named: dict[str, list[str]] = {}
+            for part in content["parts"]:
+                if "functionCall" in part:
+                    named.setdefault(part["functionCall"]["name"], []).append(part["functionCall"]["id"])
+            previous = named
+            continue
+        if _responses(content):
+            content["parts"] = [{"functionResponse": {**part["functionResponse"], "id": ids.pop(0)}}
+                                if "functionResponse" in part and (ids := previous.get(part["functionResponse"]["name"])) else part
                                 for part in content["parts"]]
+        previous = {}
+
+
+def trim_window(history: History, draw: Callable[[Any], Any]) -> None:
+    """A context window trimmed so that it opens with a response content (its call content and all before it gone)."""
+    if (n := _where(history, draw, _responses)) is not None:
+        del history.contents[:n]
 
 
 def strip_signatures(history: History, draw: Callable[[Any], Any]) -> None:
@@ -179,7 +189,7 @@ def strip_signatures(history: History, draw: Callable[[Any], Any]) -> None:
 
 
 BREAKERS: tuple[Breaker, ...] = (drop_call_content, split_responses, lose_response, interleave_text, split_parallel_calls, legacy_role,
-                                 lose_names, empty_text, bridge_ids, strip_signatures)
+                                 lose_names, empty_text, bridge_ids, trim_window, strip_signatures)
 
 
 def config(default: int) -> settings:
