@@ -22,6 +22,7 @@ from proxy.dialects.dialect import Planned
 from proxy.dialects.gemini.plan import plan as gemini_plan
 from proxy.dialects.gemini.profiles import VERTEX, gemini_profile
 from proxy.dialects.gemini.rules import RULES as GEMINI_RULES
+from proxy.dialects.gemini.rules import refused_signature as refused_thought_signature
 from proxy.dialects.gemini.target import GeminiTarget
 from proxy.dialects.messages import surrogates
 from proxy.dialects.messages.rules import RULES as MESSAGES_RULES
@@ -202,7 +203,7 @@ def list_rules(out: TextIO) -> int:
         scope = f" [profiles: {', '.join(doc.profiles)}]" if doc.profiles else ""
         out.write(f"{doc.code}  {doc.name}{scope}  ({', '.join(doc.answers)})\n    {doc.summary}\n")
     dialect_rules: tuple[tuple[str, tuple[Described, ...]], ...] = (("responses", (*ITEM_RULES, refused_reasoning, unknown_item)),
-                                                                    ("gemini", GEMINI_RULES),
+                                                                    ("gemini", (*GEMINI_RULES, refused_thought_signature)),
                                                                     ("messages", (*MESSAGES_RULES, surrogates, refused_signature)))
     for api, rules in dialect_rules:
         for doc in (describe(rule) for rule in rules):
