@@ -8,13 +8,13 @@ and imports cancel out.
 
     python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories, as served
     python bench/instructions.py serve --upstream http://127.0.0.1:8080/v1 [--memory sqlite:///tmp/m.db]
-    python bench/instructions.py serve --upstream ... --api responses   # or messages; default chat
+    python bench/instructions.py serve --upstream ... --api responses   # or messages, gemini; default chat
     python bench/instructions.py serve --upstream ... --repo /tmp/old   # a checkout of another commit
 
 ``serve`` runs ``python -m proxy serve`` under callgrind and sends it the bench's JSON requests of one protocol
-(``bench/request.json``, ``request_responses.json`` or ``request_messages.json``, as ``bench/run.py`` sends them) one
-after the other on one keep-alive connection; the upstream is the bench mock (``python bench/run.py --render-mock
-DIR`` writes it and prints how to start it). ``--repo`` runs another checkout's ``proxy`` (chat only, for
+(``bench/request.json``, ``request_responses.json``, ``request_messages.json`` or ``request_gemini.json``, as
+``bench/run.py`` sends them) one after the other on one keep-alive connection; the upstream is the bench mock
+(``python bench/run.py --render-mock DIR`` writes it and prints how to start it). ``--repo`` runs another checkout's ``proxy`` (chat only, for
 ``repair``: older commits have no dialects). Needs ``apt-get install valgrind``.
 """
 
@@ -125,6 +125,7 @@ APIS = {
     "chat": ("/v1/chat/completions", "request.json", {"authorization": "Bearer sk-bench"}),
     "responses": ("/v1/responses", "request_responses.json", {"authorization": "Bearer sk-bench"}),
     "messages": ("/v1/messages", "request_messages.json", {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}),
+    "gemini": ("/v1beta/models/gemini-3-pro-preview:generateContent", "request_gemini.json", {"x-goog-api-key": "sk-bench"}),
 }
 
 

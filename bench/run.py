@@ -10,8 +10,8 @@ What it does: starts the nginx+Lua mock upstream (fixed answers) pinned to CPU 0
 target starts the proxy under test pinned to CPU 1, waits until it answers (10 s at most),
 checks one answer of every scenario, warms it up and measures it with wrk (pinned to CPU 0):
 32 connections for throughput and p50/p99, then 1 connection for latency; one scenario after
-the other (SCENARIOS: Chat Completions, the Responses API and Anthropic Messages, JSON and
-streamed each). The proxy's CPU time (user + system of the process and all its descendants,
+the other (SCENARIOS: Chat Completions, the Responses API, Anthropic Messages and Gemini's native API,
+JSON and streamed each). The proxy's CPU time (user + system of the process and all its descendants,
 from /proc) is divided by the requests served. With --rounds N the targets are measured N
 times, in a rotated order, and medians reported.
 
@@ -65,6 +65,9 @@ START_TIMEOUT = 10.0
 
 OPENAI_HEADERS = ("Authorization: Bearer sk-bench",)
 ANTHROPIC_HEADERS = ("x-api-key: sk-bench", "anthropic-version: 2023-06-01")
+GEMINI_HEADERS = ("x-goog-api-key: sk-bench",)
+#: Gemini's model and streaming are in the path; the version stays in it (the mock serves it below /v1 too).
+GEMINI_PATH = "/v1beta/models/gemini-3-pro-preview:"
 TOOL = "get_weather"  # the call in every answer of the mock (bench/mock/mock.lua)
 REPAIRS_HEADER = "x-toolmend-repairs"
 MEMORY_HEADER = "x-toolmend-memory"
@@ -110,6 +113,22 @@ def stream_answer(events: int, last: str) -> Callable[[bytes], str | None]:
     return check
 
 
+def gemini_stream_answer(events: int) -> Callable[[bytes], str | None]:
+    """Check of a Gemini event stream: ``events`` events (none named, no terminal one), the last one's part the call."""
+
+    def check(data: bytes) -> str | None:
+        frames = sse_frames(data)
+        try:
+            name = json.loads(frames[-1][1])["candidates"][0]["content"]["parts"][0]["functionCall"]["name"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            name = None
+        if len(frames) != events or name != TOOL:
+            return f"stream answer has {len(frames)} events, the last one calling {name!r} (want {events}, calling {TOOL!r})"
+        return None
+
+    return check
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str  # as --only names it, and the key in the results
@@ -143,6 +162,11 @@ SCENARIOS = {s.name: s for s in (
              json_answer(lambda a: a["content"][0]["signature"] and a["content"][1]["name"] == TOOL)),
     Scenario("messages-stream", "Anthropic Messages, streaming (26 events to message_stop)", "/v1/messages",
              BENCH / "request_messages_stream.json", ANTHROPIC_HEADERS, stream_answer(26, "message_stop"), stream=True),
+    Scenario("gemini", "Gemini native, JSON (generateContent)", GEMINI_PATH + "generateContent", BENCH / "request_gemini.json",
+             GEMINI_HEADERS, json_answer(lambda a: a["candidates"][0]["content"]["parts"][1]["functionCall"]["name"] == TOOL)),
+    Scenario("gemini-stream", "Gemini native, streaming (streamGenerateContent?alt=sse, 20 events)",
+             GEMINI_PATH + "streamGenerateContent?alt=sse", BENCH / "request_gemini.json", GEMINI_HEADERS,
+             gemini_stream_answer(20), stream=True),
 )}
 
 # ----------------------------------------------------------------------------- utilities

@@ -44,9 +44,9 @@ class Access:
         for route in routes:
             if route.upstream.api_key is None:
                 return  # a route that sends no key of toolmend's: the client brings its own
-        if not self.presents_client_key(headers):
+        if not self.presents_client_key(headers, query):
             raise Denied("Incorrect or missing API key for this toolmend proxy: send one of its configured keys as "
                          "'Authorization: Bearer <key>' (or, from an Anthropic client, 'x-api-key: <key>').", "invalid_api_key")
 
-    def presents_client_key(self, headers: RawHeaders) -> bool:
-        return any(credentials.is_one_of(key, self.client_keys) for key in credentials.presented_keys(headers))
+    def presents_client_key(self, headers: RawHeaders, query: bytes = b"") -> bool:
+        return any(credentials.is_one_of(key, self.client_keys) for key in credentials.presented_keys(headers, query))

@@ -17,6 +17,7 @@ from proxy.config import Settings
 from proxy.credentials import Carriers
 from proxy.dialects import DIALECTS, MESSAGES
 from proxy.dialects.chat.profiles import route_profile
+from proxy.dialects.gemini import VERSIONS
 from proxy.endpoint import endpoint
 from proxy.errors import error_response
 from proxy.forward import Upstream
@@ -37,6 +38,9 @@ from proxy.transport import FastTransport
 log = logging.getLogger("toolmend")
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+#: The versions whose paths pass through when no dialect repairs them: ``/v1`` (OpenAI's, Anthropic's, Gemini's) and
+#: Gemini's others.
+PASSED = VERSIONS
 
 
 def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> Starlette:
@@ -82,16 +86,16 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
             await memory.close()
 
     # Every repaired endpoint, at /v1 and under each route prefix (``Protocols``: their POSTs go to ``Repaired``);
-    # everything else under /v1/ passes through.
+    # everything else under /v1/ (or another of Gemini's versions) passes through.
     prefixes = [spec.prefix for spec in settings.routes if spec.prefix is not None]
     protocols = Protocols(DIALECTS, prefixes, by_header={b"anthropic-version": MESSAGES})
-    prefixed = [Route(prefix + "/v1/{path:path}", pass_through, methods=METHODS) for prefix in prefixes]
+    prefixed = [Route(prefix + version + "/{path:path}", pass_through, methods=METHODS) for prefix in prefixes for version in PASSED]
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
-            Route("/v1/{path:path}", pass_through, methods=METHODS),
+            *(Route(version + "/{path:path}", pass_through, methods=METHODS) for version in PASSED),
             *prefixed,
         ],
         middleware=[Middleware(Observer, metrics=metrics, protocols=protocols), Middleware(BodyDeadline, seconds=settings.client_timeout),
@@ -160,7 +164,8 @@ async def readyz(request: Request) -> Response:
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
-    return error_response(404, f"toolmend serves /v1/... only: no route for {request.method} {request.url.path}.", code="not_found")
+    return error_response(404, f"toolmend serves /v1/... (and Gemini's /v1beta/...) only: no route for {request.method} "
+                               f"{request.url.path}.", code="not_found")
 
 
 async def not_allowed(request: Request, exc: Exception) -> Response:

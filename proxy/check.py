@@ -13,53 +13,18 @@ input cannot be read.
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 import orjson
 
-from proxy.dialects import CHAT, MESSAGES, RESPONSES
-from proxy.dialects.dialect import Planned
-from proxy.dialects.gemini.plan import plan as gemini_plan
-from proxy.dialects.gemini.profiles import VERTEX, gemini_profile
-from proxy.dialects.gemini.target import GeminiTarget
+from proxy.dialects import CHAT, GEMINI, MESSAGES, RESPONSES, Dialect
 from proxy.registry import CHAT_HOMES, entries
-from proxy.repair import Policy, Profile, Result
+from proxy.repair import Policy, Result
 from proxy.repair.engine import TOO_DEEP
 from proxy.repair.findings import calls_by_source, summarize_calls
 
-
-class Linted(Protocol):
-    """What ``check`` asks of a dialect: its name, where its history is, its profiles and its plan."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def history_key(self) -> str: ...
-
-    def profile(self, name: str) -> Profile: ...
-
-    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None: ...
-
-
-class GeminiLint:
-    """Gemini's plan for a document: the target is the profile's family and the body's ``model``, if it names one."""
-
-    name = "gemini"
-    history_key = "contents"
-
-    def profile(self, name: str) -> Profile:
-        return gemini_profile(name)
-
-    def plan(self, body: dict[str, Any], profile: Profile) -> Planned | None:
-        model = body.get("model")
-        target = GeminiTarget("vertex" if profile is VERTEX else "developer", model if type(model) is str else "")
-        return gemini_plan(body, profile, target)
-
-
-GEMINI = GeminiLint()
 #: ``--api``: the dialect that reads every document, or ``auto`` (by each document's shape).
-APIS: dict[str, Linted] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES, "gemini": GEMINI}
+APIS: dict[str, Dialect] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES, "gemini": GEMINI}
 #: What a body of each dialect holds, for the error about a document that holds none of it.
 SHAPES = {CHAT.name: "a chat-completions body with 'messages' or a list of messages",
           RESPONSES.name: "a Responses body with 'input' or a list of input items",
@@ -78,7 +43,7 @@ class Document:
     number: int  # 1-based position in a JSON Lines file; 1 for a single document
     value: Any
     bare_list: bool
-    dialect: Linted = CHAT
+    dialect: Dialect = CHAT
 
 
 def read_documents(text: str, source: str, api: str = "auto") -> list[Document]:
@@ -114,7 +79,7 @@ def _document(number: int, value: Any, api: str) -> Document:
     raise Unreadable(f"document {number}: expected {SHAPES[dialect.name]}")
 
 
-def _shape_of(number: int, value: Any) -> Linted:
+def _shape_of(number: int, value: Any) -> Dialect:
     """``--api auto``: a body with ``input`` (and no ``messages``) is a Responses body; a history (a body's
     ``messages``, or a bare list) is Anthropic Messages when the body has a top-level ``system`` or a message
     holds a ``tool_use``, ``tool_result`` or thinking block, else chat."""

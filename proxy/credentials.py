@@ -1,7 +1,7 @@
 """Where clients carry their keys: the headers and the query parameter of every supported provider and of the
 common API gateways in front of them, and the headers an operator names (``--credential-header``).
 
-The providers' carriers (``HEADERS``) serve the three decisions that depend on them: whose memory a request uses
+The providers' carriers (``HEADERS``, and Gemini's ``?key=``) serve the three decisions that depend on them: whose memory a request uses
 (``tenant``), whether the client may use a route (``access``), and which credentials may reach an upstream
 (``forward``: a route with the operator's key sends it instead of them). The gateways' carriers (``GATEWAY_HEADERS``)
 and the headers an operator names serve the first two (``Carriers``): they scope memory and count as a credential;
@@ -11,7 +11,7 @@ they go upstream as sent, the client's own credential for its gateway, never in 
 import hmac
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 # OpenAI-style bearer tokens, Azure's api-key, Anthropic's x-api-key, Gemini's x-goog-api-key.
 HEADERS = (b"authorization", b"api-key", b"x-api-key", b"x-goog-api-key")
@@ -30,13 +30,30 @@ def in_headers(headers: Iterable[tuple[bytes, bytes]], names: Collection[bytes] 
     return {lowered: value for name, value in headers if (lowered := name.lower()) in names}
 
 
-def operator_header(headers: Iterable[tuple[bytes, bytes]], key: bytes) -> tuple[bytes, bytes]:
+def operator_header(headers: Iterable[tuple[bytes, bytes]], key: bytes, query: bytes = b"") -> tuple[bytes, bytes] | None:
     """The header that carries the operator's key upstream: in the carrier the client used for its own (an
-    Anthropic SDK sends ``x-api-key``, which Anthropic expects; Azure's ``api-key``), else as a bearer token.
-    Only the header's name follows the client; the key and where it goes are the route's."""
+    Anthropic SDK sends ``x-api-key``, which Anthropic expects; Azure's ``api-key``; Gemini's ``x-goog-api-key``), else
+    as a bearer token; None when the client carried its key in the query alone (``?key=``: the operator's goes there,
+    ``operator_query``). Only the carrier follows the client; the key and where it goes are the route's."""
     used = in_headers(headers)
+    if not used and in_query(query):
+        return None
     name = next((carrier for carrier in HEADERS if carrier in used), b"authorization")
     return (name, b"Bearer " + key) if name == b"authorization" else (name, key)
+
+
+def in_query_alone(headers: Iterable[tuple[bytes, bytes]], query: bytes) -> bool:
+    """Whether the client carried its provider key as ``?key=`` and in no provider header."""
+    return bool(in_query(query)) and not in_headers(headers)
+
+
+def operator_query(query: bytes, key: bytes) -> bytes:
+    """The query string with the client's ``key`` parameters replaced by one carrying the operator's ``key`` (where
+    the client sent one), the rest as sent."""
+    if not in_query(query):
+        return query
+    kept = without_params(query, lambda value: True)
+    return (kept + b"&" if kept else b"") + PARAM + b"=" + quote_from_bytes(key, safe="").encode()
 
 
 def in_query(query: bytes) -> list[bytes]:
@@ -82,18 +99,23 @@ def bearer(value: bytes) -> bytes | None:
     return parts[1].strip() if len(parts) > 1 else b""
 
 
-#: Where a client presents one of toolmend's own keys: as a bearer token, or where an Anthropic SDK puts its key.
-CLIENT_KEY_HEADERS = (b"authorization", b"x-api-key")
+#: Where a client presents one of toolmend's own keys: as a bearer token, or where an Anthropic SDK or a Gemini client
+#: puts its key (and, for a Gemini client, as ``?key=``).
+CLIENT_KEY_HEADERS = (b"authorization", b"x-api-key", b"x-goog-api-key")
 
 
-def presented_keys(headers: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
+def presented_keys(headers: Iterable[tuple[bytes, bytes]], query: bytes = b"") -> Iterator[bytes]:
     """Every key presented where toolmend's own keys may be: ``Authorization: Bearer <key>`` (OpenAI's clients,
-    Claude Code's auth token) and ``x-api-key`` (the Anthropic SDKs, Claude Code's API key)."""
+    Claude Code's auth token), ``x-api-key`` (the Anthropic SDKs, Claude Code's API key), ``x-goog-api-key`` and
+    ``?key=`` (Gemini's clients; a query value percent-decoded, as a server reads it)."""
     for name, value in headers:
         lowered = name.lower()
-        key = bearer(value) if lowered == b"authorization" else value.strip() if lowered == b"x-api-key" else None
+        key = bearer(value) if lowered == b"authorization" else value.strip() if lowered in CLIENT_KEY_HEADERS else None
         if key:
             yield key
+    for value in in_query(query):
+        if value:
+            yield unquote_to_bytes(value)
 
 
 def key_list(text: str) -> frozenset[str]:

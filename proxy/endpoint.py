@@ -162,7 +162,7 @@ async def _answered(exchange: Exchange) -> Response | StreamRelay:
         await state.store.remember(memory, turns)
 
     limit = CaptureLimit(state.settings.max_capture_bytes, state.metrics.capture_gave_up)
-    return await relay_answer(answer, dialect.capture, remember, limit, extra_headers)
+    return await relay_answer(answer, dialect.capture, remember, limit, extra_headers, streamed=exchange.facts.streams)
 
 
 def memory_scope(tenant: str, dialect: Dialect) -> str:
@@ -410,8 +410,8 @@ async def _forward(exchange: Exchange, outgoing: bytes) -> httpx.Response:
     upstream = exchange.route.upstream
     sending = upstream.send(
         "POST",
-        upstream.url(exchange.path, exchange.query),
-        upstream.request_headers(exchange.headers, DROP_FOR_REPAIRED),
+        upstream.url(exchange.path, exchange.query, exchange.headers),
+        upstream.request_headers(exchange.headers, DROP_FOR_REPAIRED, exchange.query),
         outgoing,
     )
     started = time.perf_counter()

@@ -106,15 +106,20 @@ class Upstream:
         self._client_keys = frozenset(key.encode() for key in client_keys)
         self._slots = asyncio.Semaphore(max_connections)
         self._timeouts = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
-        self._urls: dict[tuple[bytes, bytes], httpx.URL] = {}
+        self._urls: dict[tuple[bytes, bytes, bool], httpx.URL] = {}
 
-    def url(self, path: bytes, query: bytes) -> httpx.URL:
+    def url(self, path: bytes, query: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> httpx.URL:
         """The upstream URL for ``path`` below ``/v1`` as the Router accepted it (still percent-encoded):
-        the base URL already ends with the version. Built from parts, never by joining text."""
-        key = (path, query)
+        the base URL already ends with the version. Built from parts, never by joining text. A route with the
+        operator's key puts it in the query for a client whose ``headers`` carry no key of its own but its ``?key=``."""
+        in_query = self.api_key is not None and credentials.in_query_alone(headers, query)
+        key = (path, query, in_query)
         url = self._urls.get(key)
         if url is None:
-            query = credentials.without_params(query, self._not_forwarded)
+            if in_query and self.api_key is not None:
+                query = credentials.operator_query(query, self.api_key.encode())
+            else:
+                query = credentials.without_params(query, self._not_forwarded)
             url = self._origin.copy_with(raw_path=self._base_path + path + (b"?" + query if query else b""))
             # The chat path and a few others repeat; arbitrary paths do not, and long ones are one-offs
             # that would pin up to --max-header-bytes each.
@@ -122,14 +127,16 @@ class Upstream:
                 self._urls[key] = url
         return url
 
-    def request_headers(self, incoming: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes] = frozenset()) -> RawHeaders:
-        """The client's headers for the upstream. A route with the operator's key sends that key (in the carrier
-        the client used, ``credentials.operator_header``) instead of every provider credential of the client's; any
-        other route sends the client's own. A gateway's credential (``credentials.GATEWAY_HEADERS``) is the client's
-        own for its gateway and goes as sent on either. No carrier ever takes one of toolmend's keys upstream."""
+    def request_headers(self, incoming: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes] = frozenset(),
+                        query: bytes = b"") -> RawHeaders:
+        """The client's headers for the upstream. A route with the operator's key sends that key (in the carrier the
+        client used, ``credentials.operator_header``; in the query, ``url``, for a client that sent ``?key=`` alone)
+        instead of every provider credential of the client's; any other route sends the client's own. A gateway's
+        credential (``credentials.GATEWAY_HEADERS``) is the client's own for its gateway and goes as sent on either. No
+        carrier ever takes one of toolmend's keys upstream."""
         headers = without_hop_by_hop(incoming, RECOMPUTED | drop)
-        carrier = None if self.api_key is None else credentials.operator_header(headers, self.api_key.encode())
-        if carrier is not None or self._client_keys:
+        carrier = None if self.api_key is None else credentials.operator_header(headers, self.api_key.encode(), query)
+        if self.api_key is not None or self._client_keys:
             headers = [(name, value) for name, value in headers if not self._withheld(name.lower(), value)]
         if carrier is not None:
             headers.append(carrier)

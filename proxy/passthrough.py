@@ -31,8 +31,8 @@ async def pass_through(request: Request) -> Response | StreamRelay:
     try:
         answer = await upstream.send(
             request.method,
-            upstream.url(path, query),
-            upstream.request_headers(request.headers.raw),
+            upstream.url(path, query, request.headers.raw),
+            upstream.request_headers(request.headers.raw, query=query),
             request.stream() if has_body else None,
             length,
         )

@@ -40,7 +40,8 @@ PASSTHROUGH = Protocol("passthrough", error_response)
 class Protocols:
     """The protocol of each path: a dialect's repaired endpoints (``/v1`` + each of its ``paths``, or a path its
     ``path_pattern`` matches; also below each route prefix) are that dialect's; a path below one of them
-    (``/v1/messages/batches``) passes through in its error shape; a path every protocol shares (``/v1/models``) takes
+    (``/v1/messages/batches``), or one its ``api_pattern`` finds (Gemini's ``/v1beta/models``), passes through in its
+    error shape; a path every protocol shares (``/v1/models``) takes
     the shape of the dialect whose header the client sends (``by_header``: ``anthropic-version``), else OpenAI's."""
 
     def __init__(self, dialects: Iterable[Dialect], prefixes: Iterable[str] = (), by_header: dict[bytes, Dialect] | None = None) -> None:
@@ -51,7 +52,9 @@ class Protocols:
                           for dialect in self.dialects for path in dialect.paths for root in ("", *prefixes)}
         self._roots = frozenset(("", *prefixes))
         self._patterns = tuple((dialect.path_pattern, repaired[dialect]) for dialect in self.dialects if dialect.path_pattern is not None)
-        self._below = tuple((VERSION + dialect.path, Protocol("passthrough", dialect.error)) for dialect in self.dialects)
+        self._below = tuple((VERSION + dialect.path, Protocol("passthrough", dialect.error)) for dialect in self.dialects if dialect.path)
+        self._apis = tuple((dialect.api_pattern, Protocol("passthrough", dialect.error)) for dialect in self.dialects
+                           if dialect.api_pattern is not None)
         self._quiet = {path: Protocol(path.strip("/"), error_response) for path in QUIET_PATHS}
 
     def of(self, path: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> Protocol:
@@ -65,6 +68,9 @@ class Protocols:
                 return protocol
         if path in self._quiet:
             return self._quiet[path]
+        for pattern, protocol in self._apis:
+            if pattern.search(path) is not None:
+                return protocol
         if "/v1/" not in path:
             return OTHER
         for endpoint, below in self._below:

@@ -108,12 +108,14 @@ def stream_through(upstream: httpx.Response, extra_headers: Sequence[tuple[bytes
 
 
 async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Remember, limit: CaptureLimit,
-                       extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> Response | StreamRelay:
-    """Relay an answer, remembering the tool-call turns ``capture`` reads in a successful one before its end."""
+                       extra_headers: Sequence[tuple[bytes, bytes]] = (), streamed: bool = False) -> Response | StreamRelay:
+    """Relay an answer, remembering the tool-call turns ``capture`` reads in a successful one before its end. An event
+    stream, or an answer the request said will stream whatever its content type (``streamed``: Gemini's JSON array),
+    goes out as it arrives, read by the capture's stream reader; any other is read whole first."""
     headers = [*response_headers(upstream), *extra_headers]
     if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
         return StreamRelay(upstream, headers)
-    if upstream.headers.get("content-type", "").startswith("text/event-stream"):
+    if streamed or upstream.headers.get("content-type", "").startswith("text/event-stream"):
         reader = ReadAside(capture.stream(limit.max_bytes))
 
         async def remember_stream() -> None:

@@ -22,6 +22,12 @@ from proxy.repair import Profile
 from proxy.tenant import Tenancy
 
 VERSION = b"/v1"
+#: Gemini's other API versions: a target below one is Google's, and goes upstream with its version (``gemini_target``).
+GOOGLE_VERSIONS = (b"/v1beta/", b"/v1beta1/", b"/v1alpha/")
+#: Below ``/v1``, Google's paths (Vertex AI's resources, the Developer API's model methods; never an OpenAI path: an
+#: OpenAI model id may hold ':', but no method name follows it).
+GOOGLE_BELOW_V1 = re.compile(rb"/v1/(?:projects|publishers)/|/v1/models/[^/]+:(?:generateContent|streamGenerateContent|"
+                             rb"countTokens|embedContent|batchEmbedContents|computeTokens|predict)$")
 # RFC 3986 path characters: unreserved, sub-delims, ':' and '@', '/', and %XX escapes. Nothing else ('\',
 # '#', spaces, controls, raw non-ASCII) is forwarded: some servers read '\' as '/', and the rest would be
 # re-encoded on the way, so the upstream would not see what the client sent.
@@ -77,8 +83,8 @@ class Router:
     def __init__(self, default: UpstreamRoute, routes: tuple[UpstreamRoute, ...] = ()) -> None:
         self.default = default
         self.routes = routes
-        # A prefix only counts when the version follows it: /mistral must not catch /mistralx/v1/...
-        self._prefixes = tuple((route.prefix.encode() + VERSION + b"/", route) for route in routes if route.prefix is not None)
+        # A prefix only counts when a version follows it: /mistral must not catch /mistralx/v1/...
+        self._prefixes = tuple((route.prefix.encode() + b"/", route) for route in routes if route.prefix is not None)
         self._by_model = tuple(route for route in routes if route.model is not None)
 
     def select(self, raw_path: bytes, query: bytes, model: object = None) -> tuple[UpstreamRoute, bytes]:
@@ -97,12 +103,13 @@ class Router:
         if query and not QUERY_CHARACTERS.fullmatch(query):
             raise InvalidPath("the query string must be printable ASCII without '#'")
         for start, route in self._prefixes:
-            if raw_path.startswith(start):
-                return route, upstream_path(raw_path[len(start) - 1:])
-        if raw_path.startswith(VERSION + b"/"):
-            return self.default, upstream_path(raw_path[len(VERSION):])
+            if raw_path.startswith(start) and (path := _below_version(raw_path[len(start) - 1:])) is not None:
+                return route, path
+        path = _below_version(raw_path)
+        if path is not None:
+            return self.default, path
         # Starlette matched the decoded path; the raw one disagrees (an encoded '/' in the prefix or version).
-        raise InvalidPath("the route prefix and /v1/ must be sent unencoded")
+        raise InvalidPath("the route prefix and the version (/v1/, /v1beta/) must be sent unencoded")
 
     def _model_route(self, route: UpstreamRoute, model: object) -> UpstreamRoute:
         """The final route of a request selected by path: on the default route, the first model route that matches."""
@@ -113,6 +120,22 @@ class Router:
     def _reachable(self, route: UpstreamRoute) -> tuple[UpstreamRoute, ...]:
         """Every route a request selected by path may end on, once its model is known."""
         return (route, *self._by_model) if route is self.default else (route,)
+
+
+def _below_version(target: bytes) -> bytes | None:
+    """The path to ask for below the upstream's base URL, of a target below any route prefix: below ``/v1`` (the
+    base URL ends with the version), or, for Google's paths (``gemini_target``), the whole target with its version
+    (a Gemini route's base URL is the host alone). None when no version starts it. Raises ``InvalidPath``."""
+    if gemini_target(target):
+        return upstream_path(target)
+    if target.startswith(VERSION + b"/"):
+        return upstream_path(target[len(VERSION):])
+    return None
+
+
+def gemini_target(target: bytes) -> bool:
+    """Whether a target (below any route prefix) is Google's: below a Gemini version, or a Google path below ``/v1``."""
+    return target.startswith(GOOGLE_VERSIONS) or GOOGLE_BELOW_V1.match(target) is not None
 
 
 def upstream_path(path: bytes) -> bytes:

@@ -61,15 +61,16 @@ class Tenancy:
     def tenant(self, headers: list[tuple[bytes, bytes]], query: bytes, upstream: str) -> str:
         if self.shared:
             return shared_tenant_id(upstream)
-        name = self.named(headers) if self._tenants else None
+        name = self.named(headers, query) if self._tenants else None
         if name is not None:
             return named_tenant_id(name, upstream)
         return tenant_id(credential(headers, query, self.carriers), upstream)
 
-    def named(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The tenant whose key the client presents (``Authorization: Bearer`` or ``x-api-key``), as ``Access`` reads it;
-        of several, the last, as of any repeated credential header (``credentials.in_headers``)."""
-        for key in reversed([*credentials.presented_keys(headers)]):
+    def named(self, headers: list[tuple[bytes, bytes]], query: bytes = b"") -> str | None:
+        """The tenant whose key the client presents (``Authorization: Bearer``, ``x-api-key``, Gemini's ``x-goog-api-key``
+        or ``?key=``), as ``Access`` reads it; of several, the last, as of any repeated credential header
+        (``credentials.in_headers``)."""
+        for key in reversed([*credentials.presented_keys(headers, query)]):
             for name, keys in self._tenants:
                 if credentials.is_one_of(key, keys):
                     return name

@@ -2,6 +2,8 @@
 --   POST /v1/chat/completions  Chat Completions: one tool call
 --   POST /v1/responses         the OpenAI Responses API: a reasoning item (encrypted_content) and a function_call
 --   POST /v1/messages          Anthropic Messages: a signed thinking block and a tool_use
+--   POST /v1beta/models/{model}:generateContent, :streamGenerateContent (also below /v1, where a proxy whose upstream
+--                              ends with /v1 sends them): Gemini, a thought summary and a signed functionCall
 -- Every answer is built once, when the module is loaded; a request only reads its body, looks for
 -- "stream": true and writes the canned bytes: the JSON answer with a Content-Length, or the SSE
 -- events, each flushed as its own HTTP chunk.
@@ -184,12 +186,38 @@ mevent("message_delta", '{"type":"message_delta","delta":{"stop_reason":"tool_us
     '"usage":{"output_tokens":' .. OUTPUT_TOKENS .. '}}')
 mevent("message_stop", '{"type":"message_stop"}')
 
+-- ----------------------------------------------------------------------------- Gemini (native API)
+
+local GEM_MODEL = "gemini-3-pro-preview"
+local GEM_CALL_ID = "bnchgem7c2d4e6f8"
+local GEM_SIGNATURE = "Cq" .. opaque(338, 23) .. "=="
+local GEM_USAGE = '"usageMetadata":{"promptTokenCount":742,"candidatesTokenCount":31,"totalTokenCount":837,' ..
+    '"thoughtsTokenCount":64}'
+local gemini_call = '{"functionCall":{"id":"' .. GEM_CALL_ID .. '","name":"' .. FN .. '","args":' .. ARGS ..
+    '},"thoughtSignature":"' .. GEM_SIGNATURE .. '"}'
+local function gemini_response(parts, finished)
+    return '{"candidates":[{"content":{"role":"model","parts":[' .. parts .. ']},' ..
+        (finished and '"finishReason":"STOP",' or '') .. '"index":0}],' .. GEM_USAGE ..
+        ',"modelVersion":"' .. GEM_MODEL .. '","responseId":"bnchGemResp7c2d4e6f"}'
+end
+local gemini_json = gemini_response('{"text":' .. jstr(THINKING) .. ',"thought":true},' .. gemini_call, true)
+
+-- Streaming answer (?alt=sse), as Gemini sends it: the thought summary in 19 text deltas, then the signed call with
+-- the finish reason (20 events, no terminal event).
+local gemini_events = {}
+for _, piece in ipairs(pieces(THINKING, 19)) do
+    gemini_events[#gemini_events + 1] = 'data: ' .. gemini_response('{"text":' .. jstr(piece) .. ',"thought":true}', false) ..
+        '\r\n\r\n'
+end
+gemini_events[#gemini_events + 1] = 'data: ' .. gemini_response(gemini_call, true) .. '\r\n\r\n'
+
 -- ----------------------------------------------------------------------------- serving
 
 M.answers = {
     chat = { json = chat_json, events = chat_events },
     responses = { json = final_response, events = responses_events },
     messages = { json = messages_json, events = messages_events },
+    gemini = { json = gemini_json, events = gemini_events },
 }
 for _, answer in pairs(M.answers) do
     answer.json_len = tostring(#answer.json)
@@ -211,12 +239,19 @@ local function read_body()
     return data or ""
 end
 
--- Answer a request of one protocol ("chat", "responses" or "messages").
+-- Answer a request of one protocol ("chat", "responses", "messages" or "gemini": Gemini says by its path, the others by
+-- "stream": true in the body, whether to stream).
 function M.serve(protocol)
     local answer = M.answers[protocol]
     local req = read_body()
     ngx.status = 200
-    if ngx.re.find(req, [["stream"\s*:\s*true]], "jo") then
+    local streamed
+    if protocol == "gemini" then
+        streamed = ngx.re.find(ngx.var.uri, [[:streamGenerateContent$]], "jo")
+    else
+        streamed = ngx.re.find(req, [["stream"\s*:\s*true]], "jo")
+    end
+    if streamed then
         ngx.header["Content-Type"] = "text/event-stream; charset=utf-8"
         ngx.header["Cache-Control"] = "no-cache"
         local events = answer.events

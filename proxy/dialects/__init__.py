@@ -7,11 +7,12 @@ request path, memory, metrics, the structural rules and the rule registry (``pro
 
 from proxy.dialects.chat import CHAT
 from proxy.dialects.dialect import Dialect
+from proxy.dialects.gemini import GEMINI
 from proxy.dialects.messages import MESSAGES
 from proxy.dialects.responses import RESPONSES
 
 #: Every repaired endpoint, by dialect.
-DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES, MESSAGES)
+DIALECTS: tuple[Dialect, ...] = (CHAT, RESPONSES, MESSAGES, GEMINI)
 
 
-__all__ = ["CHAT", "DIALECTS", "MESSAGES", "RESPONSES", "Dialect"]
+__all__ = ["CHAT", "DIALECTS", "GEMINI", "MESSAGES", "RESPONSES", "Dialect"]

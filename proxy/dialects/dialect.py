@@ -80,6 +80,12 @@ class Dialect(Protocol):
         ...
 
     @property
+    def api_pattern(self) -> "re.Pattern[str] | None":
+        """The other paths of its API, when no ``/v1`` + ``path`` names them (Gemini's ``/v1beta/...``): they pass
+        through, in its error shape; None when ``path`` does."""
+        ...
+
+    @property
     def history_key(self) -> str:
         """The body's history: ``messages``, or the Responses API's ``input``."""
         ...
@@ -184,10 +190,13 @@ class ListHistory:
     history_key: str
     path: str
     path_pattern: "re.Pattern[str] | None" = None
+    api_pattern: "re.Pattern[str] | None" = None
     refusal_fixes: tuple[RefusalFix, ...] = ()
     #: Besides each entry's ``content`` list, the key of another list of it whose elements ``history_length`` counts
     #: (chat's ``tool_calls``), if any.
     also_counted: str | None = None
+    #: The key of each entry's list that ``history_length`` counts the elements of (Gemini's ``parts``).
+    entries_key = "content"
     history_entries: str
 
     @property
@@ -207,7 +216,7 @@ class ListHistory:
             if count > most:
                 break
             if type(entry) is dict:
-                if type(content := entry.get("content")) is list:
+                if type(content := entry.get(self.entries_key)) is list:
                     count += len(content)
                 if also is not None and type(more := entry.get(also)) is list:
                     count += len(more)

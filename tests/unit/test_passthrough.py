@@ -59,8 +59,8 @@ async def test_get_on_chat_completions_is_a_plain_pass_through(upstream):
 # a result whose call is gone (what TM101 repairs in a chat completion), in the API's own format; it must reach
 # the upstream as the client's bytes, and the streamed answer must come back unchanged.
 UNREPAIRED_APIS = {
-    "/models/gemini-2.5-pro:streamGenerateContent": b'{"contents": [{"role": "user", "parts": [{"functionResponse":'
-                                                    b' {"name": "weather", "response": {"t": "18C"}}}]}]}',
+    "/threads/runs": b'{"assistant_id": "asst_1", "thread": {"messages": [{"role": "tool", "tool_call_id": "call_1",'
+                     b' "content": "18C"}]}, "stream": true}',
 }
 
 

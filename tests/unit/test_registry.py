@@ -60,10 +60,10 @@ def test_applied_phases_hold_rules_and_profile_steps_say_when_they_are_clean() -
 
 def test_where_the_shared_rules_run() -> None:
     uses = {entry.code: {(use.dialect, use.phase) for use in entry.uses} for entry in entries()}
-    assert uses["TM101"] == {("chat", "repair"), ("responses", "view"), ("messages", "view")}
+    assert uses["TM101"] == {("chat", "repair"), ("responses", "view"), ("messages", "view"), ("gemini", "view")}
     assert ("responses", "view") not in uses["TM105"]  # a run of calls is one Responses view entry already
     assert {dialect for dialect, _ in uses["TM208"]} == {"chat", "responses"}  # no id length rule is known for Messages
-    assert uses[empty_history.RULE.code] == {("chat", "repair"), ("responses", "items"), ("messages", "messages")}
+    assert uses[empty_history.RULE.code] == {("chat", "repair"), ("responses", "items"), ("messages", "messages"), ("gemini", "written")}
     assert {entry.home for entry in entries() if entry.code.startswith("TM1") and entry.code != "TM109"} == {"shared"}
 
 

@@ -7,6 +7,9 @@ with the remembered turns in hand, writes the view back into contents, runs the 
 last), and answers with the request body holding the new contents. Every finding names the position of the content
 as the client sent it. The phases and their order are ``rules/__init__.py``'s.
 
+``retried`` answers the upstream rather than the client: when it refused a thought signature (GN-12), what was sent
+goes through the ``retry`` phase (TM612) to be sent once more; its findings name positions in that body.
+
 ``recall`` holds what the repair may need from memory: the ids of orphan responses' calls and, for Gemini 3, the
 keys (``keys.call_key``) of the current turn's calls that came without their thought signature.
 """
@@ -20,6 +23,7 @@ from proxy.dialects.gemini.rules import PIPELINE
 from proxy.dialects.gemini.rules.edit import gemini_context
 from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
 from proxy.dialects.gemini.view import read, view_turn, write
+from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
@@ -66,3 +70,16 @@ def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER
     if not found.broken:
         return None
     return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts)
+
+
+def retried(body: dict[str, Any], profile: Profile, policy: Policy, leave: Leaving = EVERY) -> Result | None:
+    """The body to send once more after the upstream refused a thought signature in ``body`` (what was sent), with the
+    findings; None when it carries none to remove, or under thinking policy ``reject`` (the refusal goes to the client)."""
+    contents = body.get("contents")
+    if policy.thinking != "drop" or type(contents) is not list:
+        return None
+    ctx = Refusing(list(contents), {}, policy, profile, request=body)
+    ctx.leaving = leave
+    if refused(ctx, PIPELINE.run("retry", profile.name)) or not ctx.findings:
+        return None
+    return Result({**body, "contents": ctx.messages}, tuple(ctx.findings))

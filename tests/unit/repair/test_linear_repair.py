@@ -20,8 +20,7 @@ import pytest
 import respx
 
 from proxy import endpoint
-from proxy.check import GEMINI
-from proxy.dialects import MESSAGES, RESPONSES
+from proxy.dialects import GEMINI, MESSAGES, RESPONSES
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.chat import CHAT
 from proxy.dialects.chat.profiles import get_profile

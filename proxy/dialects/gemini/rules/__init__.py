@@ -24,6 +24,7 @@ from proxy.dialects.gemini.rules import (
     leading_call_turn,
     legacy_role,
     mixed_call_turn,
+    refused_signature,
     response_name,
     response_siblings,
     split_responses,
@@ -53,4 +54,6 @@ PIPELINE = Pipeline("gemini", (
     Phase("written", "over the contents the view wrote back, signatures last", (
         adjacent_model, response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call, leading_call_turn,
         empty_history)),
+    # Not on a request as the client sent it: on what was sent, after the upstream refused a thought signature.
+    Phase("retry", "over what was sent, when the upstream refused a thought signature (GN-12)", (refused_signature,), checked=False),
 ))

@@ -7,7 +7,7 @@ The Developer API, and Vertex from Gemini 3 on, take them: they are kept. The re
 model) decides. Answers GN-9.
 
 Request:
-    {"family": "vertex", "model": "gemini-2.5-pro"}
+    {"family": "vertex", "model": "projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro"}
 Bad:
     {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
     {"role": "model", "parts": [{"functionCall": {"id": "call_1", "name": "weather", "args": {"city": "Paris"}}}]}

@@ -25,7 +25,7 @@ from proxy.repair.content import OPENING_TEXT
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
-RULE = Rule("TM611", "leading-call-turn", ("GN-3",))
+RULE = Rule("TM611", "leading-call-content", ("GN-3",))
 
 
 def opens_with_calls(contents: list[Any]) -> bool:

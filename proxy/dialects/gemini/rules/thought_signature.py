@@ -34,7 +34,7 @@ from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 from proxy.turns import Turn, dialect_of
 
-RULE = Rule("TM609", "thought-signature", ("GN-11", "GN-14"))
+RULE = Rule("TM609", "remembered-thought-signature", ("GN-11", "GN-14"))
 
 
 def signed(parts: list[Any]) -> bool:
