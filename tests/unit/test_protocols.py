@@ -7,7 +7,7 @@ import httpx
 import pytest
 import respx
 
-from proxy.dialects import CHAT, DIALECTS, MESSAGES, RESPONSES
+from proxy.dialects import CHAT, DIALECTS, GEMINI, MESSAGES, RESPONSES
 from proxy.dialects.chat import ChatDialect
 from proxy.errors import error_response
 from proxy.protocols import Protocols
@@ -34,6 +34,25 @@ def test_other_paths_pass_through_in_the_shape_of_the_protocol_they_belong_to() 
     # A prefix no route has is no endpoint: nothing is repaired there.
     assert PROTOCOLS.of("/mistral/v1/messages").dialect is None
     assert [PROTOCOLS.of(path).label for path in ("/healthz", "/metrics", "/favicon.ico")] == ["healthz", "metrics", "other"]
+
+
+@pytest.mark.parametrize("root", ["", "/claude"])
+@pytest.mark.parametrize("path", ["/v1beta/models/gemini-3-pro-preview:generateContent", "/v1/models/gemini-2.5-pro:streamGenerateContent",
+                                  "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent",
+                                  "/v1beta1/publishers/google/models/gemini-2.5-flash:streamGenerateContent"])
+def test_gemini_s_endpoints_are_its_by_their_path_also_under_a_route_prefix(root: str, path: str) -> None:
+    protocol = PROTOCOLS.of(root + path)
+    assert (protocol.dialect, protocol.label, protocol.error) == (GEMINI, "gemini", GEMINI.error)
+
+
+def test_gemini_s_other_paths_pass_through_in_google_s_shape_and_openai_s_stay_openai_s() -> None:
+    for path in ("/v1beta/models", "/v1beta/models/gemini-2.5-pro:countTokens", "/claude/v1beta/cachedContents/c1"):
+        protocol = PROTOCOLS.of(path)
+        assert (protocol.dialect, protocol.label, protocol.error) == (None, "passthrough", GEMINI.error), path
+    for path in ("/v1/models", "/v1/models/gpt-4o", "/v1/embeddings"):
+        assert (PROTOCOLS.of(path).label, PROTOCOLS.of(path).error) == ("passthrough", error_response), path
+    # A model name is no prefix: the endpoint pattern counts only at the root or after a route's prefix.
+    assert PROTOCOLS.of("/mistral/v1beta/models/g:generateContent").dialect is None
 
 
 @pytest.mark.parametrize("path", ["/v1/messages", "/claude/v1/messages", "/claude/v1/messages/count_tokens"])
