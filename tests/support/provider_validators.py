@@ -69,6 +69,7 @@ __all__ = [
     "provider_first",
     "provider_error",
     "deepseek_thinking",
+    "gemini_3",
     "MISTRAL_FIELDS",
     "OPENAI_FIELDS",
 ]
@@ -585,6 +586,11 @@ GE8_PREFIX = ("Gemini models require OpenRouter reasoning details to be preserve
               "Upstream error: ")
 
 
+def gemini_3(model: Any) -> bool:
+    """Whether ``model`` (after any ``org/`` prefix) is Gemini 3 or later."""
+    return isinstance(model, str) and _GEMINI_3.match(model.lower().rpartition("/")[2]) is not None
+
+
 def _signatures(details: Any) -> list[Any]:
     return [d for d in details if isinstance(d, dict) and d.get("type") == "reasoning.encrypted"] if isinstance(details, list) else []
 
@@ -593,8 +599,7 @@ def _ge8_reasoning_details(ctx: _Ctx) -> list[Violation]:
     """GE-8: to a Gemini 3 model, a call turn of the current turn whose calls were emitted with ``reasoning_details``
     must carry the emitted ``reasoning.encrypted`` entries.  Needs ``emitted_signatures`` ({id: reasoning_details})."""
     emitted = ctx.emitted_signatures
-    model = ctx.body.get("model")
-    if not emitted or not isinstance(model, str) or not _GEMINI_3.match(model.lower().rpartition("/")[2]):
+    if not emitted or not gemini_3(ctx.body.get("model")):
         return []
     start = max((n + 1 for n, msg in _dicts(ctx.messages) if msg.get("role") == "user"), default=0)
     out = []
