@@ -13,15 +13,17 @@ Profile ``openrouter``. Answers GE-8.
 Request:
     {"model": "google/gemini-3-pro-preview"}
 Bad:
-    {"role": "user", "content": "Run ls"}
-    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\": \"ls\"}"}}]}
-    {"role": "tool", "tool_call_id": "call_1", "content": "README.md"}
+    {"role": "user", "content": "Weather in Paris and Oslo?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}, {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+    {"role": "tool", "tool_call_id": "call_2", "content": "9C"}
 Recalled:
-    {"tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\": \"ls\"}"}}], "content": null, "reasoning_content": null, "reasoning_details": [{"type": "reasoning.text", "text": "List the files.", "format": "google-gemini-v1", "index": 0}, {"type": "reasoning.encrypted", "data": "CsUBAdHtim9f", "id": "tool_call_1", "format": "google-gemini-v1", "index": 0}]}
+    {"tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}, {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}], "content": null, "reasoning_content": null, "reasoning_details": [{"type": "reasoning.text", "text": "Two cities, two calls.", "format": "google-gemini-v1", "index": 0}, {"type": "reasoning.encrypted", "data": "CsUBAdHtim9f", "id": "tool_call_1", "format": "google-gemini-v1", "index": 0}]}
 Good:
-    {"role": "user", "content": "Run ls"}
-    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\": \"ls\"}"}}], "reasoning_details": [{"type": "reasoning.text", "text": "List the files.", "format": "google-gemini-v1", "index": 0}, {"type": "reasoning.encrypted", "data": "CsUBAdHtim9f", "id": "tool_call_1", "format": "google-gemini-v1", "index": 0}]}
-    {"role": "tool", "tool_call_id": "call_1", "content": "README.md"}
+    {"role": "user", "content": "Weather in Paris and Oslo?"}
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}, {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}], "reasoning_details": [{"type": "reasoning.text", "text": "Two cities, two calls.", "format": "google-gemini-v1", "index": 0}, {"type": "reasoning.encrypted", "data": "CsUBAdHtim9f", "id": "tool_call_1", "format": "google-gemini-v1", "index": 0}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+    {"role": "tool", "tool_call_id": "call_2", "content": "9C"}
 """
 
 import re

@@ -10,6 +10,8 @@ import pytest
 
 from proxy.dialects.chat.plan import plan, repair
 from proxy.dialects.chat.profiles import route_profile
+from proxy.dialects.messages import MESSAGES
+from proxy.dialects.responses import RESPONSES
 from proxy.turns import make_turn
 from tests.support.provider_validators import provider_violations
 
@@ -108,3 +110,9 @@ def test_other_profiles_never_add_reasoning_details(profile: str) -> None:
 def test_openrouter_is_chosen_by_its_host() -> None:
     profile, by_model = route_profile("https://openrouter.ai/api/v1", "auto")
     assert (profile.name, by_model) == ("openrouter", False)
+
+
+def test_the_other_dialects_keep_what_an_openrouter_host_had_before() -> None:
+    # The profile concerns chat histories; OpenRouter's Responses and Messages paths keep OpenAI's and Anthropic's rules.
+    assert RESPONSES.profile("openrouter") is RESPONSES.profile("openai")
+    assert MESSAGES.profile("openrouter") is MESSAGES.profile("anthropic")
