@@ -116,3 +116,14 @@ def test_the_other_dialects_keep_what_an_openrouter_host_had_before() -> None:
     # The profile concerns chat histories; OpenRouter's Responses and Messages paths keep OpenAI's and Anthropic's rules.
     assert RESPONSES.profile("openrouter") is RESPONSES.profile("openai")
     assert MESSAGES.profile("openrouter") is MESSAGES.profile("anthropic")
+
+
+def test_a_call_turn_put_back_for_orphan_results_gets_its_list_too() -> None:
+    # A framework that dropped the whole assistant message: TM101 puts the calls back, TM312 the list they came with.
+    sent = body(tool("call_a"), tool("call_b"))
+    planned = plan(sent, "openrouter")
+    assert planned is not None
+    result = planned.repair({cid: RECALLED[cid] for cid in planned.recall})
+    assert [f.code for f in result.findings] == ["TM101", "TM312"]
+    assert result.body["messages"][1]["reasoning_details"] == DETAILS
+    assert provider_violations(result.body, "openrouter", emitted_signatures=EMITTED) == []
