@@ -5,7 +5,9 @@ the wire protocol (``dialect``) that produced it:
 
 - ``chat`` (Chat Completions; a turn stored without ``dialect`` is one of these): the ``tool_calls`` of one
   choice exactly as sent (ids, names, argument text, extra fields such as Gemini's ``extra_content``), the
-  choice's text and its ``reasoning_content`` (DeepSeek and Kimi need it echoed back, rule E-RC).
+  choice's text and its ``reasoning_content`` (DeepSeek and Kimi need it echoed back, rule E-RC), and, where the
+  upstream sent one, the choice's ``reasoning_details`` list as OpenRouter sends it (Gemini 3 behind it needs it
+  echoed back, rule GE-8).
 - ``responses`` (the Responses API): every output item of one response in order (reasoning items with their
   ``encrypted_content``, calls of every type, messages), under ``items``, and the response's ``response_id``.
 - ``messages`` (Anthropic Messages): the whole assistant ``blocks`` in order (thinking with its signature,
@@ -29,6 +31,7 @@ class Turn(TypedDict):
     tool_calls: NotRequired[list[dict[str, Any]]]
     content: NotRequired[str | None]
     reasoning_content: NotRequired[str | None]
+    reasoning_details: NotRequired[list[Any]]
     # responses
     items: NotRequired[list[dict[str, Any]]]
     response_id: NotRequired[str | None]
@@ -43,9 +46,13 @@ def make_turn(
     tool_calls: list[dict[str, Any]],
     content: str | None = None,
     reasoning_content: str | None = None,
+    reasoning_details: list[Any] | None = None,
 ) -> Turn:
-    """A chat turn."""
-    return {"tool_calls": tool_calls, "content": content, "reasoning_content": reasoning_content}
+    """A chat turn; ``reasoning_details`` only where the upstream sent some."""
+    turn: Turn = {"tool_calls": tool_calls, "content": content, "reasoning_content": reasoning_content}
+    if reasoning_details is not None:
+        turn["reasoning_details"] = reasoning_details
+    return turn
 
 
 def entry_count(turn: Turn) -> int:

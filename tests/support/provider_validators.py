@@ -32,6 +32,10 @@ Judgement calls (the catalogue leaves them open):
   hoisted out, consecutive same-role turns (user + tool results count as one user turn) merged; the content
   block / part index counts the blocks of the merged turn.  GE-4's ``position`` is the 1-based index of the
   model turn in ``contents`` (the observed "position 2" for a call right after the first user message).
+* OpenRouter (GE-8) plays a Gemini 3 model (``google/gemini-3*``) behind it: a call turn of the current turn
+  (after the last user message) whose calls the upstream emitted with ``reasoning_details`` must carry the
+  emitted ``reasoning.encrypted`` entry (the thought signature) unchanged; earlier turns are not checked (Gemini
+  validates the current turn only).  Other models get the OpenAI rules.
 * Mistral: developer messages are treated like system messages (not checked further); MI-5 (last message
   user or tool) is enforced; the "Tool call id was null" exception of mistral_common is not modelled.
 * Groq: several unsupported properties of one message are listed in one bracket, joined by ", "; nested
@@ -42,7 +46,9 @@ Judgement calls (the catalogue leaves them open):
 * Error shapes: openai/anthropic/groq/ollama the OpenAI shape; deepseek the OpenAI shape with ``param: null``,
   ``code: "invalid_request_error"``; mistral ``{"object": "error", "message", "type", "param", "code"}`` and
   HTTP 422 ``{"object": "error", "message": {"detail": [...]}, ...}`` for MI-7; gemini the compat layer's list
-  ``[{"error": {"code": 400, "message", "status": "INVALID_ARGUMENT"}}]``; xai
+  ``[{"error": {"code": 400, "message", "status": "INVALID_ARGUMENT"}}]``; openrouter's GE-8
+  ``{"error": {"message": "Provider returned error", "code": 400, "metadata": {"raw", "provider_name"}}}`` (the
+  others the OpenAI shape); xai
   ``{"code": "Client specified an invalid argument", "error": message}``; vllm
   ``{"error": {"message", "type": "BadRequestError", "param": null, "code": 400}}``.
 """
@@ -63,11 +69,12 @@ __all__ = [
     "provider_first",
     "provider_error",
     "deepseek_thinking",
+    "gemini_3",
     "MISTRAL_FIELDS",
     "OPENAI_FIELDS",
 ]
 
-PROVIDERS = ("openai", "mistral", "deepseek", "anthropic", "gemini", "ollama", "xai", "groq", "vllm")
+PROVIDERS = ("openai", "mistral", "deepseek", "anthropic", "gemini", "ollama", "xai", "groq", "vllm", "openrouter")
 
 # Rules of the strict profile that are about the message *sequence* (merged with provider sequence checks).
 _BASE_SEQUENCE = frozenset({"OAI-1", "OAI-2", "S5", "S12"})
@@ -570,6 +577,56 @@ def _gemini_translate(v: Violation, ctx: _Ctx) -> Violation | None:
 
 
 # --------------------------------------------------------------------------------------------------
+# OpenRouter to Gemini 3: GE-8
+# --------------------------------------------------------------------------------------------------
+
+_GEMINI_3 = re.compile(r"gemini-(?:[3-9]|[1-9][0-9])")
+GE8_PREFIX = ("Gemini models require OpenRouter reasoning details to be preserved in each request. Please refer to our "
+              "docs: https://openrouter.ai/docs/guides/best-practices/reasoning-tokens#preserving-reasoning-blocks. "
+              "Upstream error: ")
+
+
+def gemini_3(model: Any) -> bool:
+    """Whether ``model`` (after any ``org/`` prefix) is Gemini 3 or later."""
+    return isinstance(model, str) and _GEMINI_3.match(model.lower().rpartition("/")[2]) is not None
+
+
+def _signatures(details: Any) -> list[Any]:
+    return [d for d in details if isinstance(d, dict) and d.get("type") == "reasoning.encrypted"] if isinstance(details, list) else []
+
+
+def _ge8_reasoning_details(ctx: _Ctx) -> list[Violation]:
+    """GE-8: to a Gemini 3 model, a call turn of the current turn whose calls were emitted with ``reasoning_details``
+    must carry the emitted ``reasoning.encrypted`` entries.  Needs ``emitted_signatures`` ({id: reasoning_details})."""
+    emitted = ctx.emitted_signatures
+    if not emitted or not gemini_3(ctx.body.get("model")):
+        return []
+    start = max((n + 1 for n, msg in _dicts(ctx.messages) if msg.get("role") == "user"), default=0)
+    out = []
+    for n, msg in _dicts(ctx.messages[start:]):
+        n += start
+        if msg.get("role") != "assistant":
+            continue
+        sent = _signatures(msg.get("reasoning_details"))
+        for _, call in _calls(msg):
+            call_id = call.get("id")
+            wanted = _signatures(emitted.get(call_id)) if isinstance(call_id, str) else []
+            if all(signature in sent for signature in wanted):
+                continue
+            function = call.get("function")
+            name = function.get("name") if isinstance(function, dict) else None
+            upstream = {"error": {"code": 400, "message": (
+                "Function call is missing a thought_signature in functionCall parts. This is required for tools to "
+                "work correctly, and missing thought_signature may lead to degraded model performance. Additional "
+                f"data, function call `default_api:{name}` , position {ctx.turn(n)[0] + 1}. Please refer to "
+                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."), "status": "INVALID_ARGUMENT"}}
+            out.append(Violation("GE-8", GE8_PREFIX + json.dumps(upstream, indent=2) + "\n",
+                                 f"messages[{n}].reasoning_details", n, None, ("GE-4",)))
+            break
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
 # Ollama: OL-1
 # --------------------------------------------------------------------------------------------------
 
@@ -764,6 +821,7 @@ _PROFILES: dict[str, _Profile] = {
                      translate=_groq_translate),
     "vllm": _Profile(skip=frozenset({"S12", "OAI-8"}), schema=(_vl4_content_key,), sequence=(_ot1_system_first,),
                      translate=_vllm_translate),
+    "openrouter": _Profile(skip=frozenset({"S12", "VL-2"}) | _TEXT_PARTS, shape=(_ge8_reasoning_details,)),
 }
 
 
@@ -784,8 +842,9 @@ def provider_violations(
     """All violations ``provider`` reports for the request ``body`` (first = what it answers).
 
     ``skip``: further rule ids to leave out (matched against the primary ``rule`` before and after
-    translation).  ``emitted_signatures``: gemini only - ``{call_id: extra_content}`` of the calls the upstream
-    emitted with a thought signature (GE-4).
+    translation).  ``emitted_signatures``: gemini - ``{call_id: extra_content}`` of the calls the upstream
+    emitted with a thought signature (GE-4); openrouter - ``{call_id: reasoning_details}`` of the turns the
+    upstream emitted with reasoning details (GE-8).
     """
     profile = _profile(provider)
     base = violations(body, skip=profile.skip | set(skip))
@@ -848,6 +907,9 @@ def provider_error(body: Any, provider: str, skip: Collection[str] = (), *,
                                "code": "invalid_request_error"}}
     if provider == "gemini":
         return 400, [{"error": {"code": 400, "message": v.message, "status": "INVALID_ARGUMENT"}}]
+    if provider == "openrouter" and v.rule == "GE-8":
+        return 400, {"error": {"message": "Provider returned error", "code": 400,
+                               "metadata": {"raw": v.message, "provider_name": "Google AI Studio"}}}
     if provider == "xai":
         return 400, {"code": "Client specified an invalid argument", "error": v.message}
     if provider == "vllm":

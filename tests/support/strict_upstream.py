@@ -28,6 +28,10 @@ validate with ``provider_violations(body, provider, skip_rules)`` and answer wit
 * ``gemini``: each emitted call carries ``extra_content: {"google": {"thought_signature": <base64>}}`` (JSON,
   and in the first streamed delta of the call); the upstream then rejects a replay of an emitted call id
   without the identical ``extra_content`` (GE-4).
+* ``openrouter``: to a Gemini 3 model (``google/gemini-3*``), a tool-call answer carries ``reasoning`` and
+  ``reasoning_details`` (a ``reasoning.text`` entry, then a ``reasoning.encrypted`` one holding the signature;
+  streamed as ``delta.reasoning_details``: the text in pieces, the signature with the first call); the upstream
+  then rejects a current-turn replay of those calls without the signature (GE-8).  Other models: OpenAI's answers.
 * tool-call answers have ``content: ""`` for gemini, ollama, xai (they reject null: GE-6, OL-1, XA-1),
   deepseek and mistral (what those APIs send); ``null`` for the others.
 
@@ -58,7 +62,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .provider_validators import PROVIDERS, provider_error
+from .provider_validators import PROVIDERS, gemini_3, provider_error
 from .strict_validator import first_error
 
 __all__ = ["Received", "Recorder", "make_strict_upstream", "serve", "CITIES", "DEFAULT_MODEL"]
@@ -204,7 +208,7 @@ def make_strict_upstream(
     rng = random.Random(seed)
     issued: set[str] = set()
     id_lock = threading.Lock()
-    signatures: dict[str, dict] = {}  # gemini: call id -> extra_content as emitted (GE-4)
+    signatures: dict[str, Any] = {}  # gemini: call id -> extra_content as emitted (GE-4); openrouter: reasoning_details (GE-8)
 
     def fresh(prefix: str, length: int) -> str:
         with id_lock:
@@ -256,6 +260,16 @@ def make_strict_upstream(
                 calls.append(call)
             content = "" if provider in _EMPTY_STRING_CONTENT else None
             message = {"role": "assistant", "content": content, "tool_calls": calls, **extras}
+            if provider == "openrouter" and gemini_3(body.get("model")):
+                thought = f"The user needs data; calling {len(calls)} tools."
+                data = signature()["google"]["thought_signature"]
+                message["reasoning"] = thought
+                message["reasoning_details"] = [
+                    {"type": "reasoning.text", "text": thought, "format": "google-gemini-v1", "index": 0},
+                    {"type": "reasoning.encrypted", "data": data, "id": "tool_" + calls[0]["id"],
+                     "format": "google-gemini-v1", "index": 0}]
+                with id_lock:
+                    signatures.update((c["id"], copy.deepcopy(message["reasoning_details"])) for c in calls)
             if provider == "deepseek":
                 names = ", ".join(c["function"]["name"] for c in calls)
                 message["reasoning_content"] = f"The user needs data; calling {names}."
@@ -366,10 +380,12 @@ def make_strict_upstream(
 def _stream_chunks(message: dict, finish: str, pieces: int, openai: bool = True) -> list[tuple[dict, str | None]]:
     """The (delta, finish_reason) sequence OpenAI streams for ``message``.
 
-    Role first; then ``reasoning_content`` pieces when the message has reasoning (DeepSeek); for tool calls,
-    each call's first delta carries ``index``, ``id``, ``type``, ``function.name`` (with ``arguments: ""``)
-    and ``extra_content`` when the call has one (Gemini), then its argument text in several pieces; then the
-    empty delta with the finish reason.  ``openai=False`` leaves ``refusal`` out of the role delta.
+    Role first; then ``reasoning_content`` pieces when the message has reasoning (DeepSeek), or ``reasoning`` with
+    the ``reasoning.text`` entry of ``reasoning_details`` in pieces (OpenRouter); for tool calls, each call's first
+    delta carries ``index``, ``id``, ``type``, ``function.name`` (with ``arguments: ""``) and ``extra_content`` when
+    the call has one (Gemini), the first also the other ``reasoning_details`` entries (OpenRouter's signature), then
+    its argument text in several pieces; then the empty delta with the finish reason.  ``openai=False`` leaves
+    ``refusal`` out of the role delta.
     """
     calls = message.get("tool_calls")
     out: list[tuple[dict, str | None]] = []
@@ -381,13 +397,21 @@ def _stream_chunks(message: dict, finish: str, pieces: int, openai: bool = True)
     reasoning = message.get("reasoning_content")
     if isinstance(reasoning, str):
         out.extend(({"reasoning_content": piece}, None) for piece in _split(reasoning, pieces))
+    details = message.get("reasoning_details", [])
+    for entry in details[:1]:
+        out.extend(({"reasoning": piece, "reasoning_details": [{**entry, "text": piece}]}, None)
+                   for piece in _split(entry["text"], pieces))
     if calls:
         for i, call in enumerate(calls):
             first = {"index": i, "id": call["id"], "type": "function",
                      "function": {"name": call["function"]["name"], "arguments": ""}}
             if "extra_content" in call:
                 first["extra_content"] = call["extra_content"]
-            out.append(({"tool_calls": [first]}, None))
+            if i == 0 and details[1:]:
+                out.append(({"tool_calls": [first], "reasoning_details": details[1:]}, None))
+                first = {}
+            if first:
+                out.append(({"tool_calls": [first]}, None))
             for piece in _split(call["function"]["arguments"], pieces):
                 out.append(({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}, None))
     else:

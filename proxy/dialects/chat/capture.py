@@ -19,6 +19,13 @@ that, JSON or stream, is still relayed in full, but its calls are not remembered
 upstream (one endless SSE line, hundreds of megabytes of deltas) cannot grow the proxy with it. What one answer
 keeps is bounded as ``proxy.dialects.capture`` says (MAX_TURNS choices, and calls: MAX_ENTRIES in all its choices
 together, where an entry of ``tool_calls`` with neither an ``id`` nor a ``function`` is no call and is left out).
+
+A choice's ``reasoning_details`` (OpenRouter's list of reasoning entries: ``reasoning.text``, ``reasoning.summary``,
+``reasoning.encrypted``, the last carrying Gemini's thought signature) is kept with its calls, whole or not at all:
+its entries count against the same bounds, and a list they cut short is not kept, since the provider takes only the
+sequence it produced. Streamed, the entries arrive in pieces, one entry's pieces under one ``type`` and ``index``:
+their ``text``, ``summary`` and ``data`` strings are joined in order, any other key keeps its first value (``null``
+counts as not sent yet), and the entries stay in the order they first appeared.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.capture import MAX_TURNS, Budget, Cut, Readers, bounded, read_answer
+from proxy.dialects.capture import MAX_ENTRIES, MAX_TURNS, Budget, Cut, Readers, bounded, read_answer
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn, make_turn
 
@@ -38,6 +45,8 @@ __all__ = ["CAPTURE", "StreamCapture", "turns_from_json"]
 # is stream bookkeeping and is absent from non-streaming calls, so it is not kept.
 _CALL_KEYS = frozenset(("index", "id", "type", "function"))
 _FUNCTION_KEYS = frozenset(("name", "arguments"))
+# The keys of a streamed reasoning entry whose pieces are joined; any other key keeps its first value.
+_PIECE_KEYS = frozenset(("text", "summary", "data"))
 
 
 def _text(value: Any) -> str | None:
@@ -56,6 +65,22 @@ def _reasoning(holder: dict[str, Any]) -> str | None:
 def is_call(call: dict[str, Any]) -> bool:
     """A tool call: an object with an ``id`` or a ``function``."""
     return type(call.get("id")) is str or type(call.get("function")) is dict
+
+
+def _whole(entry: dict[str, Any]) -> bool:
+    """Every object of a ``reasoning_details`` list belongs to it: the list goes back whole or not at all."""
+    return True
+
+
+def _details(value: Any, cut: Cut, budget: Budget) -> list[Any] | None:
+    """Copies of a choice's ``reasoning_details`` entries, or None when it has none or the bounds would cut it short."""
+    if type(value) is not list or not value:
+        return None
+    kept = bounded(value, _whole, cut, budget)
+    if len(kept) != len(value):
+        cut.entries += len(kept)
+        return None
+    return kept
 
 
 def _choices_with(obj: Any, key: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -90,7 +115,8 @@ def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None 
             # What is no call cannot be re-inserted as one; keeping it would only hand garbage to repair.
             kept = bounded(calls, is_call, cut, budget)
             if kept:
-                out.append(make_turn(kept, _text(message.get("content")), _reasoning(message)))
+                details = _details(message.get("reasoning_details"), cut, budget)
+                out.append(make_turn(kept, _text(message.get("content")), _reasoning(message), details))
         return out
     except Exception:  # noqa: BLE001 - remembering is best effort: an answer toolmend cannot read is relayed unremembered
         return []
@@ -175,18 +201,68 @@ class _Call:
         return call
 
 
+class _Details:
+    """The ``reasoning_details`` entries of one streamed choice, put together from their pieces."""
+
+    __slots__ = ("entries", "lost", "pieces")
+
+    def __init__(self) -> None:
+        # Keyed by (type, index), in the order the entries first appeared; ``pieces`` holds their joined strings.
+        self.entries: dict[tuple[Any, Any], dict[str, Any]] = {}
+        self.pieces: dict[tuple[Any, Any], dict[str, list[str]]] = {}
+        self.lost = False
+
+    def add(self, delta: dict[str, Any]) -> None:
+        kind, index = delta.get("type"), delta.get("index")
+        key = (kind if type(kind) is str else None, index if type(index) is int else None)
+        entry = self.entries.get(key)
+        if entry is None:
+            if len(self.entries) == MAX_ENTRIES:
+                self.lost = True  # more entries than a turn keeps: the list could only be kept cut short
+                return
+            entry = self.entries[key] = {}
+            self.pieces[key] = {}
+        pieces = self.pieces[key]
+        for name, value in delta.items():
+            if name in _PIECE_KEYS and type(value) is str:
+                if name in pieces:
+                    pieces[name].append(value)
+                    continue
+                if entry.get(name) is None:
+                    pieces[name] = [value]
+                    entry[name] = value  # holds the key's place; the joined pieces replace it
+                    continue
+            old = entry.get(name)
+            if old is None:
+                entry[name] = value
+            elif type(old) is dict and type(value) is dict:
+                _merge(old, value)
+
+    def build(self) -> list[dict[str, Any]] | None:
+        if self.lost or not self.entries:
+            return None
+        out = []
+        for key, entry in self.entries.items():
+            built = _copy(entry)
+            for name, parts in self.pieces[key].items():
+                built[name] = "".join(parts)
+            out.append(built)
+        return out
+
+
 class _Full(Exception):
     """The answer's choices hold all the calls its ``Budget`` lets them."""
 
 
 class _Choice:
-    __slots__ = ("by_id", "by_index", "calls", "content", "held", "last", "reasoning")
+    __slots__ = ("by_id", "by_index", "calls", "content", "details", "held", "last", "reasoning")
 
     def __init__(self, held: Budget) -> None:
         # Shared by all the choices of one answer: what they may still hold.
         self.held = held
         self.content: list[str] = []
         self.reasoning: list[str] = []
+        self.details = _Details()
         # Keys are (index, generation): ``generation`` > 0 only when a provider reuses an index for a
         # different call, so sorting the keys gives the calls in index order either way.
         self.calls: dict[tuple[int, int], _Call] = {}
@@ -240,8 +316,11 @@ class _Choice:
         calls = bounded([self.calls[key].build() for key in sorted(self.calls) if self.calls[key].id is not None], is_call, cut, budget)
         if not calls:
             return None
+        details = _details(self.details.build(), cut, budget)
+        if self.details.lost:
+            cut.entries += 1
         # Empty text counts as absent, matching non-streaming answers that carry ``content: null``.
-        return make_turn(calls, "".join(self.content) or None, "".join(self.reasoning) or None)
+        return make_turn(calls, "".join(self.content) or None, "".join(self.reasoning) or None, details)
 
 
 class StreamCapture(EventStreamReader):
@@ -290,6 +369,11 @@ class StreamCapture(EventStreamReader):
             value = _reasoning(delta)
             if value:
                 state.reasoning.append(value)
+            value = delta.get("reasoning_details")
+            if type(value) is list:
+                for detail in value:
+                    if type(detail) is dict:
+                        state.details.add(detail)
             calls = delta.get("tool_calls")
             if type(calls) is list:
                 for call in calls:

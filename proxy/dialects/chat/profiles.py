@@ -62,6 +62,8 @@ PROFILES: dict[str, Profile] = {
         Profile("gemini", "Gemini's OpenAI-compatible layer: thought signatures restored, content never null, a user turn first",
                 _own("gemini"), hosts=("generativelanguage.googleapis.com",),
                 models=("gemini-*",)),
+        Profile("openrouter", "OpenRouter: a Gemini 3 model's reasoning_details restored on the current turn's call turns",
+                _own("openrouter"), hosts=("openrouter.ai",)),
         Profile("ollama", "Ollama's /v1: content never null", _own("ollama"), hosts=("localhost:11434", "127.0.0.1:11434")),
         Profile("xai", "xAI: tool-only assistant content \"\" instead of null or []", _own("xai"), hosts=("api.x.ai",),
                 models=("grok-*",)),

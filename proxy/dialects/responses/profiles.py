@@ -17,8 +17,9 @@ OPENAI = Profile("openai", "OpenAI and Azure Responses: an output anywhere after
 
 @cache
 def responses_profile(name: str) -> Profile:
-    """The Responses profile for a route's profile name: ``openai``, else each output right after its call."""
-    if name == OPENAI.name:
+    """The Responses profile for a route's profile name: ``openai`` (and ``openrouter``, whose chat profile only concerns
+    chat histories: its Responses API keeps OpenAI's order), else each output right after its call."""
+    if name in (OPENAI.name, "openrouter"):
         return OPENAI
     return Profile(name, "Responses servers that want each output right after its call (DeepSeek, Kimi: RS-17, RS-18)",
                    adjacent_results=True, max_id_length=MAX_ID_LENGTH)

@@ -118,6 +118,14 @@ def gemini_unsigned(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     return body, {call["id"]: turn for call in calls(n)}
 
 
+def openrouter_steps(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
+    """n steps of the current turn, each a call turn whose reasoning_details the client dropped (TM312)."""
+    details = [{"type": "reasoning.encrypted", "data": "c2ln", "format": "google-gemini-v1", "index": 0}]
+    steps = [m for i, call in enumerate(calls(n)) for m in ({"role": "assistant", "content": None, "tool_calls": [call]}, result(i))]
+    return ({"model": "google/gemini-3-pro-preview", "messages": [note(), *steps]},
+            {call["id"]: {"tool_calls": [call], "reasoning_details": details} for call in calls(n)})
+
+
 def messages_remembered(n: int) -> tuple[dict[str, Any], dict[str, Turn]]:
     """An assistant message of n text blocks whose ``tool_use`` the client dropped, remembered with n text blocks of
     its own (the view compared each remembered block with every block the client kept)."""
@@ -171,6 +179,7 @@ CASES: dict[str, Case] = {
     "media results of one call (TM108)": (CHAT, "openai", media_results),
     "calls of one remembered response (TM405)": (RESPONSES, "openai", responses_reasoned),
     "calls of one remembered gemini turn (TM307)": (CHAT, "gemini", gemini_unsigned),
+    "steps of the current turn without their lists (TM312)": (CHAT, "openrouter", openrouter_steps),
     "a long message with its long remembered turn (TM101, Messages)": (MESSAGES, "anthropic", lambda n: messages_remembered(n * REMEMBERED // (2 * SIZE))),
     "altered thinking of a message of many calls of one turn (TM516)": (MESSAGES, "anthropic",
                                                                         lambda n: altered_thinking_of_many_calls(n * REMEMBERED // (2 * SIZE))),

@@ -64,6 +64,10 @@ def reasoner(*messages: dict) -> dict:
 
 
 SIG = {"google": {"thought_signature": "c2lnbmF0dXJl"}}
+GEMINI_3 = "google/gemini-3-pro-preview"
+THOUGHT = {"type": "reasoning.text", "text": "Check the weather.", "format": "google-gemini-v1", "index": 0}
+SIGNED = {"type": "reasoning.encrypted", "data": "c2lnbmF0dXJl", "id": "tool_call_a", "format": "google-gemini-v1", "index": 0}
+DETAILS = [THOUGHT, SIGNED]
 
 # --------------------------------------------------------------------------------------------------
 # valid histories, per provider
@@ -94,6 +98,8 @@ VALID = {
     ("gemini", "user first, \"\" content, signature echoed"): body(
         system(), user(), {"role": "assistant", "content": "", "tool_calls": [call("call_a", extra_content=SIG)]},
         tool("call_a"), asst()),
+    ("openrouter", "Gemini 3 with its reasoning_details echoed"): body(
+        user(), asst_calls("call_a", reasoning_details=DETAILS), tool("call_a"), asst(), model=GEMINI_3),
     ("ollama", "\"\" content on tool-call turn"): body(user(), asst_calls("call_a", content=""), tool("call_a")),
     ("xai", "\"\" content on tool-call turn"): body(user(), asst_calls("call_a", content=""), tool("call_a")),
     ("groq", "OpenAI schema only"): body(system(), user(name="ann"), asst_calls("call_a", name="bot"),
@@ -229,6 +235,8 @@ REJECTED = {
                                                 user()),
                                  "GE-2", "Please ensure that the number of function response parts is equal to the "
                                  "number of function call parts of the function call turn.", 1),
+    # openrouter: the OpenAI rules for what is not Gemini 3's (GE-8 needs what was emitted: below)
+    "openrouter orphan": ("openrouter", body(user(), tool("call_a"), model=GEMINI_3), "OAI-1", OAI_ORPHAN, 1),
     # ollama
     "ollama null content (OL-1)": ("ollama", body(user(), asst_calls("call_a"), tool("call_a")), "OL-1",
                                    "invalid message content type: <nil>", 1),
@@ -384,6 +392,29 @@ def test_gemini_thought_signature_needs_the_emitted_set():
     signed = body(user(), {"role": "assistant", "content": "", "tool_calls": [call("call_a", extra_content=SIG)]},
                   tool("call_a"))
     assert provider_violations(signed, "gemini", emitted_signatures=emitted) == []
+
+
+def test_openrouter_gemini_3_needs_the_emitted_reasoning_details():
+    emitted = {"call_a": DETAILS}
+    dropped = body(user(), asst_calls("call_a"), tool("call_a"), model=GEMINI_3)
+    assert provider_violations(dropped, "openrouter") == []  # nothing emitted, nothing to enforce
+    first = provider_first(dropped, "openrouter", emitted_signatures=emitted)
+    assert (first.rule, first.index) == ("GE-8", 1)
+    status, error = provider_error(dropped, "openrouter", emitted_signatures=emitted)
+    assert status == 400 and error["error"]["message"] == "Provider returned error"
+    raw = error["error"]["metadata"]["raw"]
+    assert raw.startswith("Gemini models require OpenRouter reasoning details to be preserved in each request.")
+    assert GE4 in json.loads(raw.partition("Upstream error: ")[2])["error"]["message"]
+    # The signature is what Gemini checks: the thought text alone does not do, the whole list does.
+    thought_only = body(user(), asst_calls("call_a", reasoning_details=[THOUGHT]), tool("call_a"), model=GEMINI_3)
+    assert provider_first(thought_only, "openrouter", emitted_signatures=emitted).rule == "GE-8"
+    kept = body(user(), asst_calls("call_a", reasoning_details=DETAILS), tool("call_a"), model=GEMINI_3)
+    assert provider_violations(kept, "openrouter", emitted_signatures=emitted) == []
+    # Only the current turn is validated, and only Gemini 3 validates it.
+    earlier = body(user(), asst_calls("call_a"), tool("call_a"), asst(), user("next"), model=GEMINI_3)
+    assert provider_violations(earlier, "openrouter", emitted_signatures=emitted) == []
+    for model in ("google/gemini-2.5-pro", "anthropic/claude-sonnet-4", "openai/gpt-5"):
+        assert provider_violations(dict(dropped, model=model), "openrouter", emitted_signatures=emitted) == [], model
 
 
 def test_error_body_shapes():

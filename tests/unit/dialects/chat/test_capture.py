@@ -417,3 +417,82 @@ def streams(draw: st.DrawFn) -> tuple[list[bytes], list[dict[str, Any]]]:
 def test_sse_roundtrip_property(case: tuple[list[bytes], list[dict[str, Any]]]) -> None:
     chunks, expected = case
     assert capture(*chunks).turns() == [make_turn(expected)]
+
+
+# --- OpenRouter's reasoning_details ---------------------------------------------------------------------
+
+DETAILS = [
+    {"type": "reasoning.text", "text": "The user wants Paris; call the tool.", "signature": None, "id": None,
+     "format": "google-gemini-v1", "index": 0},
+    {"type": "reasoning.encrypted", "data": "CiQB0e2Kb7xWq9L+c2ln", "id": "tool_call_a", "format": "google-gemini-v1",
+     "index": 0},
+]
+GEMINI_CALL = {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+
+
+def test_json_reasoning_details_kept_whole_with_the_calls() -> None:
+    message = {"role": "assistant", "content": None, "reasoning": "The user wants Paris; call the tool.",
+               "reasoning_details": DETAILS, "tool_calls": [GEMINI_CALL]}
+    (turn,) = turns_from_json(completion(message))
+    assert turn == make_turn([GEMINI_CALL], None, "The user wants Paris; call the tool.", DETAILS)
+    assert orjson.dumps(turn["reasoning_details"]) == orjson.dumps(DETAILS)  # every key, in order
+
+
+@pytest.mark.parametrize("details", [None, [], "text", {"type": "reasoning.text"}], ids=repr)
+def test_json_no_reasoning_details_no_key(details: Any) -> None:
+    (turn,) = turns_from_json(completion({"role": "assistant", "tool_calls": [GEMINI_CALL], "reasoning_details": details}))
+    assert "reasoning_details" not in turn
+
+
+def test_json_reasoning_details_are_kept_whole_or_not_at_all() -> None:
+    # An entry that is no object, or more entries than a turn keeps: the provider takes only the list it produced.
+    for details in ([*DETAILS, "stray"], [DETAILS[0]] * 513):
+        (turn,) = turns_from_json(completion({"role": "assistant", "tool_calls": [GEMINI_CALL], "reasoning_details": details}))
+        assert "reasoning_details" not in turn and turn["tool_calls"] == [GEMINI_CALL]
+
+
+def _delta(delta: dict[str, Any]) -> dict[str, Any]:
+    return chunk([{"index": 0, "delta": delta, "finish_reason": None}])
+
+
+#: OpenRouter's stream of a Gemini 3 call: the thought text in pieces, the signature with the call, a repeated key.
+OPENROUTER_STREAM = sse([
+    _delta({"role": "assistant", "content": "", "reasoning": "The user wants ", "reasoning_details": [
+        {"type": "reasoning.text", "text": "The user wants ", "signature": None, "id": None,
+         "format": "google-gemini-v1", "index": 0}]}),
+    _delta({"reasoning": "Paris; call the tool.", "reasoning_details": [
+        {"type": "reasoning.text", "text": "Paris; call ", "format": "google-gemini-v1", "index": 0},
+        {"type": "reasoning.text", "text": "the tool.", "format": "other", "index": 0}]}),
+    _delta({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}],
+            "reasoning_details": [{"type": "reasoning.encrypted", "data": "CiQB0e2Kb7xWq9L+", "id": "tool_call_a",
+                                   "format": "google-gemini-v1", "index": 0}]}),
+    _delta({"reasoning_details": [{"type": "reasoning.encrypted", "data": "c2ln", "index": 0}]}),
+    chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]),
+    "[DONE]",
+])
+OPENROUTER_TURNS = [make_turn([GEMINI_CALL], None, "The user wants Paris; call the tool.", DETAILS)]
+
+
+def test_sse_reasoning_details_pieces_joined_per_entry() -> None:
+    turns = capture(OPENROUTER_STREAM).turns()
+    assert turns == OPENROUTER_TURNS
+    assert orjson.dumps(turns[0]["reasoning_details"]) == orjson.dumps(DETAILS)
+
+
+def test_sse_reasoning_details_every_single_split_point() -> None:
+    for i in range(len(OPENROUTER_STREAM) + 1):
+        assert capture(OPENROUTER_STREAM[:i], OPENROUTER_STREAM[i:]).turns() == OPENROUTER_TURNS, i
+
+
+def test_sse_reasoning_details_too_many_entries_not_kept() -> None:
+    entries = [{"type": "reasoning.text", "text": "t", "index": i} for i in range(513)]
+    stream = sse([_delta({"reasoning_details": entries}), _delta({"tool_calls": [{"index": 0, **GEMINI_CALL}]}), "[DONE]"])
+    (turn,) = capture(stream).turns()
+    assert "reasoning_details" not in turn and turn["tool_calls"] == [GEMINI_CALL]
+
+
+def test_sse_reasoning_details_returned_are_copies() -> None:
+    cap = capture(OPENROUTER_STREAM)
+    cap.turns()[0]["reasoning_details"][1]["data"] = "mutated"
+    assert cap.turns() == OPENROUTER_TURNS

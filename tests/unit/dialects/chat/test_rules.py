@@ -22,13 +22,21 @@ SKIP = ("S12",)  # GE-3 is the gemini profile's business (see conftest)
 RULES = rule_docs("chat")
 
 
-def body_of(messages: list, profile: str = "openai") -> dict:
-    # DeepSeek enforces reasoning_content in thinking mode only (DS-3): use a thinking model there.
-    return {"model": "deepseek-reasoner" if profile == "deepseek" else "gpt-4o", "messages": messages}
+def body_of(messages: list, profile: str = "openai", request: dict | None = None) -> dict:
+    # DeepSeek enforces reasoning_content in thinking mode only (DS-3): use a thinking model there. A rule whose
+    # example names the request's other fields (its model) gets them.
+    return {"model": "deepseek-reasoner" if profile == "deepseek" else "gpt-4o", **(request or {}), "messages": messages}
 
 
 def recalled_from(doc: RuleDoc) -> dict:
     return {call["id"]: turn for turn in doc.recalled for call in turn["tool_calls"]}
+
+
+def emitted(doc: RuleDoc) -> dict:
+    """What the upstream emitted that its validator holds a replay to: Gemini's ``extra_content`` per call (GE-4),
+    OpenRouter's ``reasoning_details`` per call of the turn (GE-8)."""
+    signatures = {c["id"]: c["extra_content"] for t in doc.recalled for c in t["tool_calls"] if "extra_content" in c}
+    return signatures | {c["id"]: t["reasoning_details"] for t in doc.recalled if "reasoning_details" in t for c in t["tool_calls"]}
 
 
 def profile_of(doc: RuleDoc) -> str:
@@ -49,16 +57,16 @@ def test_bad_example_is_rejected_by_a_strict_provider(doc: RuleDoc) -> None:
 @pytest.mark.parametrize("doc", PROFILE_RULES, ids=[doc.code for doc in PROFILE_RULES])
 def test_profile_examples_are_judged_by_every_provider_of_the_profile(doc: RuleDoc) -> None:
     # Gemini rejects a replayed call without the signature it emitted (GE-4): tell the validator what it emitted.
-    signatures = {c["id"]: c["extra_content"] for t in doc.recalled for c in t["tool_calls"] if "extra_content" in c}
+    signatures = emitted(doc)
     for provider in doc.profiles:
-        assert provider_violations(body_of(doc.bad, provider), provider, emitted_signatures=signatures), (doc.code, provider)
-        result = repair(body_of(doc.bad, provider), recalled_from(doc), profile=provider)
+        assert provider_violations(body_of(doc.bad, provider, doc.request), provider, emitted_signatures=signatures), (doc.code, provider)
+        result = repair(body_of(doc.bad, provider, doc.request), recalled_from(doc), profile=provider)
         assert provider_violations(result.body, provider, emitted_signatures=signatures) == [], (doc.code, provider)
 
 
 @pytest.mark.parametrize("doc", RULES, ids=[doc.code for doc in RULES])
 def test_example_repairs_to_good(doc: RuleDoc) -> None:
-    result = repair(body_of(doc.bad, profile_of(doc)), recalled_from(doc), profile=profile_of(doc))
+    result = repair(body_of(doc.bad, profile_of(doc), doc.request), recalled_from(doc), profile=profile_of(doc))
     assert doc.code in {finding.code for finding in result.findings}
     if doc.good is None:
         assert result.rejected is not None and result.rejected.code == doc.code
@@ -73,14 +81,14 @@ def test_example_repairs_to_good(doc: RuleDoc) -> None:
 def test_good_example_is_accepted_by_a_strict_provider(doc: RuleDoc) -> None:
     if not doc.profiles:
         assert violations(body_of(doc.good), skip=SKIP) == []
-    signatures = {c["id"]: c["extra_content"] for t in doc.recalled for c in t["tool_calls"] if "extra_content" in c}
+    signatures = emitted(doc)
     for provider in doc.profiles:
-        assert provider_violations(body_of(doc.good, provider), provider, emitted_signatures=signatures) == [], provider
+        assert provider_violations(body_of(doc.good, provider, doc.request), provider, emitted_signatures=signatures) == [], provider
 
 
 @pytest.mark.parametrize("doc", [d for d in RULES if d.good is not None], ids=lambda d: d.code)
 def test_good_example_needs_nothing(doc: RuleDoc) -> None:
-    body = body_of(doc.good)
+    body = body_of(doc.good, request=doc.request)
     result = repair(body, recalled_from(doc), profile=profile_of(doc))
     assert result.findings == () and result.body is body
 
