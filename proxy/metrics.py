@@ -37,6 +37,7 @@ class Metrics:
         self.open_streams = Gauge("toolmend_open_streams", "Event streams being relayed.", registry=r, multiprocess_mode="livesum")
         self.recalls = Counter("toolmend_memory_recalls", "Call ids looked up in memory, by backend and result (hit, miss, error).",
                                ["backend", "result"], registry=r)
+        self._recall_children: dict[tuple[str, str], Counter] = {}  # every recall counts: its children looked up once
         # "livemin": with several workers /metrics shows the lowest worker's value, so one worker that has found
         # the store down is enough (a worker learns of an outage only when it uses the store; a sum, maximum or
         # most recent value would hide it). "live" like the gauges above, whose per-worker files
@@ -54,7 +55,10 @@ class Metrics:
 
     def memory_recalls(self, backend: str, result: str, ids: int) -> None:
         """``GuardedStore``'s count of every recall: how many call ids were hits, misses or errors."""
-        self.recalls.labels(backend, result).inc(ids)
+        child = self._recall_children.get((backend, result))
+        if child is None:
+            child = self._recall_children[(backend, result)] = self.recalls.labels(backend, result)
+        child.inc(ids)
 
     def memory_health(self, backend: str, up: bool) -> None:
         """``GuardedStore``'s report: at start and on every change of its store's availability."""
