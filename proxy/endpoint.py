@@ -73,6 +73,7 @@ REFUSAL_BYTES = 64 * 1024
 
 #: The repairs of a request that needed none (never changed).
 NO_REPAIRS: Counter[str] = Counter()
+NO_CALLS: Counter[CallSource] = Counter()  # as NO_REPAIRS: read, never added to
 
 
 class BodyTooLarge(Exception):
@@ -232,8 +233,7 @@ async def _repair_request(exchange: Exchange) -> "Sent":
     state, dialect, body, mended = exchange.state, exchange.dialect, exchange.body, exchange.mended
     planned = await _runner(body)(dialect.plan, exchange.parsed, exchange.profile, exchange.facts)
     outgoing: bytes | None = body
-    counts: Counter[str] = Counter()
-    calls: Counter[CallSource] = Counter()
+    counts, calls = NO_REPAIRS, NO_CALLS
     if planned is not None:
         recalled = await state.store.recall(exchange.memory, planned.recall) if planned.recall else {}
         if _runner(body, recalled) is _inline:  # on the loop, at once: no client can leave meanwhile
@@ -510,7 +510,7 @@ def _repaired(planned: Planned, recalled: dict[str, Turn], policy: Policy,
     hundreds of thousands of findings: counted here, in the thread, too). ``Cancelled`` once ``cancel`` is set."""
     result = planned.repair(recalled, policy, cancel)
     if not result.changed:
-        return result, None, Counter(), Counter()
+        return result, None, NO_REPAIRS, NO_CALLS
     counts = Counter(finding.code for finding in result.findings)
     calls = calls_by_source(result.findings)
     try:

@@ -8,6 +8,7 @@ upstream cookies into another tenant's requests).
 
 import asyncio
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import httpx
@@ -166,7 +167,10 @@ class Upstream:
         """
         if length is not None and not isinstance(content, bytes):
             headers = [*headers, (b"content-length", str(length).encode())]
-        request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
+        if isinstance(content, bytes) or content is None:
+            request = in_memory(method, url, headers, content, self._timeouts)
+        else:
+            request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
         await self._take_slot()
         try:
             response = await self.transport.handle_async_request(request)
@@ -188,6 +192,32 @@ class Upstream:
         except TimeoutError:
             raise UpstreamError(503, f"toolmend is at its limit of {self.max_connections} concurrent requests to this "
                                      "upstream (--max-upstream-connections); retry shortly.", "upstream_busy") from None
+
+
+#: The methods httpx gives a ``Content-Length: 0`` when they carry no body.
+BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
+
+
+def in_memory(method: str, url: httpx.URL, headers: RawHeaders, content: bytes | None, extensions: dict[str, Any]) -> httpx.Request:
+    """``httpx.Request(method, url, headers=headers, content=content, extensions=extensions)`` for a body in memory,
+    with the same head (``Host`` first unless given, ``Content-Length: 0`` next for a bodiless POST, PUT or PATCH
+    without framing, a body's ``Content-Length`` last unless given) and content, made without httpx's encoding of
+    every kind of content: every request to an upstream is made here."""
+    method = method.upper()
+    names = {name.lower() for name, _ in headers}
+    framed = b"content-length" in names or b"transfer-encoding" in names
+    head: RawHeaders = [] if b"host" in names or not url.host else [(b"Host", url.netloc)]
+    if not content:
+        if not framed and method in BODY_METHODS:
+            head.append((b"Content-Length", b"0"))
+        head += headers
+    else:
+        head += headers
+        if b"content-length" not in names:
+            head.append((b"Content-Length", b"%d" % len(content)))
+    request = httpx.Request(method, url, headers=head, stream=httpx.ByteStream(content or b""), extensions=extensions)
+    request.read()  # in memory, so the transport can send it again on a fresh connection
+    return request
 
 
 #: Set by the server that answers the client (uvicorn adds its own Date); as nginx does, the upstream's is not

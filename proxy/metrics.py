@@ -6,7 +6,9 @@ models. With several workers, prometheus-client's multiprocess mode aggregates w
 ``/metrics`` then sums across them.
 """
 
+import functools
 import os
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -18,6 +20,13 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 #: registry of every app the process makes (with ``--workers`` each worker writes its own, as for every metric).
 SEND_TIMEOUTS = Counter("toolmend_send_timeouts", "Client connections closed because the client took none of its answer "
                         "for --send-timeout (the upstream request closed with it).", registry=None)
+
+
+@functools.lru_cache(maxsize=4096)
+def labelled(metric: Any, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once per metric and labels: what every request counts (its protocol and
+    status, its recall by backend and result) falls under a small set of labels."""
+    return metric.labels(*labels)
 
 
 class Metrics:
@@ -54,7 +63,7 @@ class Metrics:
 
     def memory_recalls(self, backend: str, result: str, ids: int) -> None:
         """``GuardedStore``'s count of every recall: how many call ids were hits, misses or errors."""
-        self.recalls.labels(backend, result).inc(ids)
+        labelled(self.recalls, backend, result).inc(ids)
 
     def memory_health(self, backend: str, up: bool) -> None:
         """``GuardedStore``'s report: at start and on every change of its store's availability."""

@@ -5,7 +5,6 @@ Handlers add what only they know (repairs, tenant, upstream status and timings) 
 has ended, so a request is logged exactly once whatever path it took.
 """
 
-import functools
 import logging
 import re
 import time
@@ -15,7 +14,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.logs import RequestLine
-from proxy.metrics import Metrics
+from proxy.metrics import Metrics, labelled
 from proxy.protocols import QUIET_PATHS, Protocols
 
 log = logging.getLogger("toolmend.access")
@@ -41,13 +40,6 @@ def line_of(scope: Scope) -> RequestLine:
     """The request's line; a throwaway one when the observing layer is not in front (a bare handler in a test)."""
     line = scope.get("state", {}).get("request_line")
     return line if line is not None else RequestLine("-", scope.get("method", ""), scope.get("path", ""))
-
-
-@functools.lru_cache(maxsize=4096)
-def labelled(metric: Any, *labels: str) -> Any:
-    """``metric.labels(*labels)``, looked up once per metric and labels: every request counts itself under the labels
-    of its protocol and status, a small set (``Protocols`` labels, HTTP statuses)."""
-    return metric.labels(*labels)
 
 
 def observe_upstream(metrics: Metrics, line: RequestLine, route: str, answer: Any, started: float) -> None:
