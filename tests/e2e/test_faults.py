@@ -32,7 +32,7 @@ RAW_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d
 LONGER_THAN_ANY_TEST = 10 * HANG_GUARD
 #: The upstream timeout of the test that waits it out: short, yet far above what an answer from the
 #: upstream in this loop takes even on a loaded machine.
-SHORT_TIMEOUT = 2.0
+SHORT_TIMEOUT = 1.0
 
 
 def http(status: bytes, body: bytes, content_type: bytes = b"application/json", extra: bytes = b"") -> bytes:

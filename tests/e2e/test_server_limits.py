@@ -16,8 +16,12 @@ import pytest
 from tests.support.processes import HANG_GUARD, ProxyProcess, eventually
 from tests.support.raw_server import RawRequest, RawServer, ServerConn, ok
 
-#: Every wait for an outcome is bounded by this (the server's own timeouts in these tests are 1 s).
+#: Every wait for an outcome is bounded by this (the server's own timeouts in these tests are BOUND).
 GENEROUS = HANG_GUARD
+#: The server's head, body and send timeouts where a test waits one out: short, the behaviour is the same at any length.
+BOUND = "0.5"
+#: A trickling client's pause between two pieces: well within BOUND, so that only the bound on the whole can close it.
+PACE = float(BOUND) / 5
 MIB = 1024 * 1024
 UNREACHABLE = "http://127.0.0.1:9/v1"  # for tests whose requests never go upstream
 
@@ -145,9 +149,9 @@ def test_a_header_bomb_is_cut_off_and_memory_stays_bounded(bomb: Callable[[int],
 # --- head timeout -------------------------------------------------------------------------------------------
 
 def trickle_until_closed(sock: socket.socket) -> bool:
-    """Send one byte per 0.2 s, as a slowloris client does, until the server closes (True) or GENEROUS passes."""
-    sock.settimeout(0.2)
-    for _ in range(int(GENEROUS / 0.2)):
+    """Send one byte per PACE, as a slowloris client does, until the server closes (True) or GENEROUS passes."""
+    sock.settimeout(PACE)
+    for _ in range(int(GENEROUS / PACE)):
         try:
             if sock.recv(65536) == b"":
                 return True
@@ -164,13 +168,13 @@ def trickle_until_closed(sock: socket.socket) -> bool:
 
 @pytest.mark.parametrize("workers", ["1", "2"])  # with 2, the limits travel into the worker processes
 def test_an_unfinished_head_is_closed_after_the_head_timeout(workers: str) -> None:
-    with serving(UNREACHABLE, "--head-timeout", "1", "--workers", workers) as proxy, connect(proxy) as sock:
+    with serving(UNREACHABLE, "--head-timeout", BOUND, "--workers", workers) as proxy, connect(proxy) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
         assert trickle_until_closed(sock), "the unfinished head was still open after the bound"
 
 
 def test_the_head_timeout_holds_for_every_request_of_a_keep_alive_connection() -> None:
-    with serving(UNREACHABLE, "--head-timeout", "1") as proxy, connect(proxy) as sock:
+    with serving(UNREACHABLE, "--head-timeout", BOUND) as proxy, connect(proxy) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         answer = b""
         while b'"ok"' not in answer:  # the first answer, complete: the connection stays open for the next
@@ -224,7 +228,7 @@ async def upstream_and_proxy(*args: str) -> AsyncIterator[tuple[Upstream, RawSer
 
 
 async def test_a_stalled_pass_through_body_is_a_408_and_frees_its_upstream_slot() -> None:
-    async with upstream_and_proxy("--client-timeout", "1", "--max-upstream-connections", "1") as (_, server, proxy):
+    async with upstream_and_proxy("--client-timeout", BOUND, "--max-upstream-connections", "1") as (_, server, proxy):
         reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
         writer.write(b"POST /v1/files HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000\r\n\r\n" + b"x" * 10)
         async with asyncio.timeout(GENEROUS):
@@ -240,7 +244,7 @@ async def test_a_stalled_pass_through_body_is_a_408_and_frees_its_upstream_slot(
 @pytest.mark.parametrize("target", [b"/v1/large", b"/v1/stream"])
 async def test_a_client_that_stops_reading_frees_its_upstream_slot_after_the_send_timeout(target: bytes) -> None:
     # --client-timeout, the bound on a request body, has nothing to do with it.
-    limits = ("--send-timeout", "1", "--client-timeout", "600", "--max-upstream-connections", "1")
+    limits = ("--send-timeout", BOUND, "--client-timeout", "600", "--max-upstream-connections", "1")
     async with upstream_and_proxy(*limits) as (upstream, _, proxy):
         with connect(proxy, receive_buffer=4096) as idle_reader:
             idle_reader.sendall(b"GET %b HTTP/1.1\r\nhost: 127.0.0.1\r\nx-request-id: req-idle\r\n\r\n" % target)  # and never reads
@@ -324,7 +328,7 @@ async def test_when_every_connection_has_a_request_in_flight_a_new_one_gets_503_
 async def test_a_body_that_trickles_in_past_the_client_timeout_is_a_408() -> None:
     """Each piece comes well within --client-timeout, the whole body does not: the bound is on the body, not on a
     pause (a client sending a byte now and then would otherwise hold its upstream slot for as long as it likes)."""
-    async with upstream_and_proxy("--client-timeout", "1") as (_, server, proxy):
+    async with upstream_and_proxy("--client-timeout", BOUND) as (_, server, proxy):
         reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
         writer.write(b"POST /v1/files HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n")
         answer, pieces = b"", 0
@@ -332,8 +336,8 @@ async def test_a_body_that_trickles_in_past_the_client_timeout_is_a_408() -> Non
             while not answer and pieces < 100000 // 10:
                 writer.write(b"x" * 10)
                 pieces += 1
-                with contextlib.suppress(TimeoutError):  # a piece every 0.2 s: the pace of the trickle, and a look for the answer
-                    answer = await asyncio.wait_for(reader.read(65536), 0.2)
+                with contextlib.suppress(TimeoutError):  # a piece every PACE: the pace of the trickle, and a look for the answer
+                    answer = await asyncio.wait_for(reader.read(65536), PACE)
             answer += await reader.read()  # the 408 closes the connection
         writer.close()
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]

@@ -609,9 +609,10 @@ async def test_a_turn_is_stored_once_not_on_an_overflow_page_per_call_id(tmp_pat
 
 async def test_a_migrated_file_gives_back_the_pages_of_the_first_layout(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    first_layout_file(path, [("t", n, NOW + 60, responses_turn(n)) for n in range(1, 501)])
-    assert path.stat().st_size > 500 * 8192  # two overflow pages a turn
+    turns = 100
+    first_layout_file(path, [("t", n, NOW + 60, responses_turn(n)) for n in range(1, turns + 1)])
+    assert path.stat().st_size > turns * 8192  # two overflow pages a turn
     store = SqliteStore(str(path), ttl_seconds=60, max_entries=1000, clock=Clock())
-    assert set(await store.recall("t", ["call_1", "resp_500"])) == {"call_1", "resp_500"}
+    assert set(await store.recall("t", ["call_1", f"resp_{turns}"])) == {"call_1", f"resp_{turns}"}
     await store.close()
-    assert path.stat().st_size < 500 * 4096
+    assert path.stat().st_size < turns * 4096

@@ -329,7 +329,7 @@ def moves(rule: RepairRule, messages: Iterable[dict[str, Any]], profile: str = "
 
 
 def split_turns(n: int) -> list[dict[str, Any]]:
-    return [note(), *({"role": "assistant", "content": f"part {i}", "tool_calls": calls(n)[i : i + 1]} for i in range(n)), *(result(i) for i in range(n))]
+    return [note(), *({"role": "assistant", "content": f"part {i}", "tool_calls": [call]} for i, call in enumerate(calls(n))), *(result(i) for i in range(n))]
 
 
 def empty_assistants(n: int) -> list[dict[str, Any]]:
@@ -342,11 +342,11 @@ def repeated_results(n: int) -> list[dict[str, Any]]:
 
 def media_blocks(n: int) -> list[dict[str, Any]]:
     image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
-    return [note(), *(m for i in range(n) for m in ({"role": "assistant", "content": None, "tool_calls": calls(n)[i : i + 1]}, result(i, image)))]
+    return [note(), *(m for i, call in enumerate(calls(n)) for m in ({"role": "assistant", "content": None, "tool_calls": [call]}, result(i, image)))]
 
 
 def bridged(n: int) -> list[dict[str, Any]]:
-    return [note(), *(m for i in range(n) for m in ({"role": "assistant", "content": None, "tool_calls": calls(n)[i : i + 1]}, result(i), note()))]
+    return [note(), *(m for i, call in enumerate(calls(n)) for m in ({"role": "assistant", "content": None, "tool_calls": [call]}, result(i), note()))]
 
 
 IN_PLACE: dict[str, tuple[RepairRule, Callable[[int], list[dict[str, Any]]], str]] = {
