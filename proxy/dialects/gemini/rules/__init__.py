@@ -1,8 +1,9 @@
 """The Gemini rules, in the order they run, around the structural rules.
 
 The ``contents`` phase runs over ``contents`` as sent: roles first (GN-5), then empty parts and contents (GN-10), so that
-what is left of a model content is judged; responses out of a model content (GN-4), and consecutive model contents
-merged (GN-3), so that the view reads one assistant entry per call turn. The structural rules then pair calls and
+what is left of a model content is judged; a call's empty name from memory (GN-7), so that the view pairs its response
+with a named call; responses out of a model content (GN-4), and consecutive model contents merged (GN-3), so that the
+view reads one assistant entry per call turn. The structural rules then pair calls and
 responses over the view (``view.py``): an orphan response gets its call content back from memory (TM101, GN-1/GN-2),
 responses move next to their calls (TM102, TM103, GN-2), duplicate ids are renamed (TM107, GN-8), an unanswered call
 gets a placeholder response (TM104, GN-1); TM606 gives each response its call's name (GN-7). The ``written`` phase runs
@@ -27,6 +28,7 @@ from proxy.dialects.gemini.rules import (
     legacy_role,
     mixed_call_turn,
     refused_signature,
+    remembered_call_name,
     response_name,
     response_siblings,
     split_responses,
@@ -46,7 +48,7 @@ from proxy.repair.rules import (
 
 PIPELINE = Pipeline("gemini", (
     Phase("contents", "over contents as sent, so that the view reads one model entry per call turn",
-          (legacy_role, empty_parts, mixed_call_turn, adjacent_model)),
+          (legacy_role, empty_parts, remembered_call_name, mixed_call_turn, adjacent_model)),
     # The structural rules in chat's order, then TM606 over the pairs they leave. Not TM105 (the contents phase merged
     # consecutive model contents, TM603) nor TM106 (the view pairs every response with an id, its own or a view id).
     Phase("view", "over the neutral view of the contents", (duplicate_call_id, orphan_tool_message, interleaved_message,
