@@ -115,6 +115,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
             answering.extend(rid for rid, _ in responses if rid is not None)
     if pending is not None:
         broken = True  # TM104: the last content's calls are answered by nothing
+    elif model_before:
+        broken = True  # TM614 (GN-6): it ends with the model's text; the policy (not known here) says whether to continue it
     found.wanted = [*(rid for rid in dict.fromkeys(answering) if rid not in declared), *nameless]
     for index, parts in unsigned:
         if index >= real:

@@ -10,14 +10,16 @@ gets a placeholder response (TM104, GN-1); TM606 gives each response its call's 
 over the contents the view wrote back: model contents the structural rules left side by side merged (GN-3), other parts
 out of a response content (GN-1), then the responses of one call content into one content (GN-1), ids by endpoint
 (GN-9), then thought signatures restored from memory (GN-11), and what memory did not hold to the policy (GN-11), so
-that it judges the calls as they will be sent; a user content before a history left opening with calls (GN-3) last. The
+that it judges the calls as they will be sent; a user content before a history left opening with calls (GN-3), and,
+when the operator opts in, one after a history that ends with the model's text (GN-6), last. The
 ``retry`` phase runs on no request as the client sent it, only on what was sent when the upstream refused a thought
 signature (GN-12, ``plan.retried``).
 
 Each rule is one module with ``RULE``, a Bad/Good docstring (one content a line; a ``Request:`` line gives the
 request's target, ``family`` and ``model``, which are not body fields) and ``apply(ctx)``; ``edit.py`` holds what they
-share. GN-6 (a history ending with a model turn) needs no rule of its own: a trailing call content gets placeholder
-responses (TM104), a trailing empty one is removed (TM607), and a trailing text answer (a prefill) is sent as it is.
+share. GN-6 (a history ending with a model turn): a trailing call content gets placeholder responses (TM104), a
+trailing empty one is removed (TM607), and a trailing text answer (a prefill) is sent as it is unless the operator opts
+into TM614.
 """
 
 from proxy.dialects.gemini.rules import (
@@ -33,6 +35,7 @@ from proxy.dialects.gemini.rules import (
     response_siblings,
     split_responses,
     thought_signature,
+    trailing_model_content,
     unsigned_call,
 )
 from proxy.repair.pipeline import Phase, Pipeline
@@ -57,7 +60,7 @@ PIPELINE = Pipeline("gemini", (
     # TM603 runs again first: an orphan response the policy dropped may leave two model contents side by side.
     Phase("written", "over the contents the view wrote back, signatures last", (
         adjacent_model, response_siblings, split_responses, endpoint_ids, thought_signature, unsigned_call, leading_call_turn,
-        empty_history)),
+        trailing_model_content, empty_history)),
     # Not on a request as the client sent it: on what was sent, after the upstream refused a thought signature.
     Phase("retry", "over what was sent, when the upstream refused a thought signature (GN-12)", (refused_signature,), checked=False),
 ))
