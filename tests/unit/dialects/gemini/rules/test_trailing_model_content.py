@@ -2,12 +2,17 @@
 
 from typing import Any
 
+import orjson
+import pytest
+import respx
+
 from proxy.dialects.gemini.plan import plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.rules.trailing_model_content import CONTINUE_TEXT
 from proxy.dialects.gemini.target import GeminiTarget
 from proxy.repair import Policy, Result
 from tests.support.gemini_validator import check
+from tests.support.proxy_fixtures import make_settings, running_proxy
 
 G25 = GeminiTarget("developer", "gemini-2.5-flash")
 OPTED_IN = Policy(continue_model_turn=True)
@@ -48,3 +53,25 @@ def test_opted_in_a_trailing_call_content_is_answered_not_continued() -> None:
 
 def test_opted_in_a_history_ending_with_the_user_needs_nothing() -> None:
     assert plan({"contents": [Q, PREFILL, CONTINUE]}, gemini_profile("gemini"), G25) is None
+
+
+GEMINI_UPSTREAM = "http://upstream.test"
+ENDPOINT = "/v1beta/models/gemini-2.5-flash:generateContent"
+ANSWER = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Drops drum on the tin."}]}, "finishReason": "STOP"}]}
+
+
+@pytest.mark.parametrize("opted_in", [False, True], ids=["default", "opted-in"])
+async def test_the_setting_reaches_the_repair_of_a_served_request(opted_in: bool) -> None:
+    sent = orjson.dumps({"contents": [Q, PREFILL]})
+    settings = make_settings(upstream=GEMINI_UPSTREAM, continue_model_turn=opted_in)
+    with respx.mock(base_url=GEMINI_UPSTREAM) as upstream:
+        route = upstream.post(ENDPOINT).respond(200, json=ANSWER)
+        async with running_proxy(settings) as proxy:
+            answer = await proxy.client.post(ENDPOINT, content=sent, headers={"x-goog-api-key": "k", "content-type": "application/json"})
+    assert answer.status_code == 200
+    forwarded = route.calls.last.request.content
+    if opted_in:
+        assert orjson.loads(forwarded)["contents"] == [Q, PREFILL, CONTINUE]
+        assert answer.headers["x-toolmend-repairs"] == "TM614=1"
+    else:
+        assert forwarded == sent and "x-toolmend-repairs" not in answer.headers
