@@ -3,8 +3,9 @@
 Most requests are valid and must cost no more than parsing their body. ``inspect`` says whether any rule would
 change the contents, and which remembered turns the repair would consult: the calls of orphan responses and the
 calls sent without a name (by their ids), and, for a model that checks thought signatures (Gemini 3), the calls of
-the current turn's steps that came without theirs (by ``keys.call_key``). A request whose only need is a signature is broken too: sent as it is, the
-upstream refuses it, so TM609 looks in memory and TM610 applies the policy when memory has nothing.
+the current turn's steps that came without theirs (by ``keys.call_key``). A request whose only need is a signature
+is broken too: sent as it is, the upstream refuses it, so TM609 looks in memory and TM610 applies the policy when
+memory has nothing.
 """
 
 from collections import Counter

@@ -3,17 +3,17 @@
 The ``contents`` phase runs over ``contents`` as sent: roles first (GN-5), then empty parts and contents (GN-10), so that
 what is left of a model content is judged; a call's empty name from memory (GN-7), so that the view pairs its response
 with a named call; responses out of a model content (GN-4), and consecutive model contents merged (GN-3), so that the
-view reads one assistant entry per call turn. The structural rules then pair calls and
-responses over the view (``view.py``): an orphan response gets its call content back from memory (TM101, GN-1/GN-2),
+view reads one assistant entry per call turn. The structural rules then pair calls and responses over the view
+(``view.py``): an orphan response gets its call content back from memory (TM101, GN-1/GN-2),
 responses move next to their calls (TM102, TM103, GN-2), duplicate ids are renamed (TM107, GN-8), an unanswered call
 gets a placeholder response (TM104, GN-1); TM606 gives each response its call's name (GN-7). The ``written`` phase runs
 over the contents the view wrote back: model contents the structural rules left side by side merged (GN-3), other parts
 out of a response content (GN-1), then the responses of one call content into one content (GN-1), ids by endpoint
 (GN-9), then thought signatures restored from memory (GN-11), and what memory did not hold to the policy (GN-11), so
 that it judges the calls as they will be sent; a user content before a history left opening with calls (GN-3), and,
-when the operator opts in, one after a history that ends with the model's text (GN-6), last. The
-``retry`` phase runs on no request as the client sent it, only on what was sent when the upstream refused a thought
-signature (GN-12, ``plan.retried``).
+when the operator opts in, one after a history that ends with the model's text (GN-6), last. The ``retry`` phase runs
+on no request as the client sent it, only on what was sent when the upstream refused a thought signature (GN-12,
+``plan.retried``).
 
 Each rule is one module with ``RULE``, a Bad/Good docstring (one content a line; a ``Request:`` line gives the
 request's target, ``family`` and ``model``, which are not body fields) and ``apply(ctx)``; ``edit.py`` holds what they
