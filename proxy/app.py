@@ -74,7 +74,8 @@ def create_app(settings: Settings, transport: httpx.AsyncBaseTransport | None = 
                           tuple(route(r.upstream, r.profile, r.api_key, r.prefix, r.model) for r in settings.routes)),
             access=Access(settings.client_keys, settings.require_client_key, carriers),
             store=memory,
-            policy=Policy(orphans=settings.orphan_policy, thinking=settings.thinking_policy, dummy_signatures=settings.dummy_signatures),
+            policy=Policy(orphans=settings.orphan_policy, thinking=settings.thinking_policy, dummy_signatures=settings.dummy_signatures,
+                          continue_model_turn=settings.continue_model_turn),
             metrics=metrics,
             refusals=Noted(settings.memory_ttl),
         )

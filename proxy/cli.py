@@ -47,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--thinking-policy", choices=THINKING_POLICIES, default="drop",
                        help="Anthropic: thinking a repaired final tool turn needs but memory lacks: drop it for the request, or reject; "
                             "Gemini 3: a call without its thought signature: shown as text, or reject")
+    check.add_argument("--continue-model-turn", action="store_true",
+                       help="Gemini: a history ending with the model's own text gets a user content asking it to continue "
+                            "(as --continue-model-turn of serve)")
     check.add_argument("--profile", choices=sorted({*PROFILES, *GEMINI_PROFILES}), default="openai",
                        help="provider profile (Gemini: vertex for Vertex AI)")
     check.add_argument("--list-rules", action="store_true", help="print every repair rule and exit")
@@ -57,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.list_rules:
             return checking.list_rules(sys.stdout)
-        policy = Policy(orphans=args.policy, thinking=args.thinking_policy)
+        policy = Policy(orphans=args.policy, thinking=args.thinking_policy, continue_model_turn=args.continue_model_turn)
         return checking.run(args.file, sys.stdin, sys.stdout, checking.Checking(args.fix, args.format, args.profile, policy, args.api))
     try:
         settings = load(vars(args))

@@ -77,6 +77,9 @@ SERVE_OPTIONS = (
                                       f"{', '.join(THINKING_POLICIES)}"),
     Option("dummy_signatures", False, "Gemini 3: give a call of the current turn whose thought signature memory does not hold Google's "
                                       "documented dummy (skip_thought_signature_validator) instead of --thinking-policy's text or refusal", flag),
+    Option("continue_model_turn", False, "Gemini: a history ending with the model's own text (a prefill) gets a user content asking it "
+                                         "to continue, for an upstream that refuses a history ending with a model turn (Code Assist, "
+                                         "Antigravity); off: sent as it is", flag),
     Option("memory", "sqlite://$XDG_STATE_HOME/toolmend/memory.db",
            "tool-call memory store URL: sqlite:///path/file.db, redis://host:port/db, rediss://..., memory://"),
     Option("memory_ttl", 86400.0, "seconds a remembered turn is kept", float),
@@ -118,6 +121,7 @@ class Settings:
     orphan_policy: OrphanPolicy = "synthesize"  # read as text; _check refuses any other
     thinking_policy: ThinkingPolicy = "drop"  # likewise
     dummy_signatures: bool = False
+    continue_model_turn: bool = False
     memory: str = "memory://"
     memory_ttl: float = 86400.0
     memory_max_entries: int = 100_000

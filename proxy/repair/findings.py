@@ -77,6 +77,9 @@ class Policy:
     #: Opt-in: give such a Gemini call the dummy signature Google documents (``skip_thought_signature_validator``)
     #: instead of the thinking policy's text or refusal.
     dummy_signatures: bool = False
+    #: Opt-in: a Gemini history that ends with the model's own text (a prefill) gets a user content after it, for an
+    #: upstream that refuses a history ending with a model turn (GN-6); off, it goes as sent.
+    continue_model_turn: bool = False
 
     def __post_init__(self) -> None:
         if self.orphans not in ORPHAN_POLICIES:

@@ -12,7 +12,8 @@ Order (what :func:`check` reports first), like a server that validates the schem
     2. sequence, in content order: GN-4 (a model content with responses), GN-3 (a call content after a model content
        or first), GN-8 (one id twice in a content), GN-1 (the content after a call content: one response part per
        call, nothing else), GN-7 (a response answering no call of it, by id or name), GN-2 (responses after no call
-       content), GN-6 (a history ending with a call content);
+       content), GN-6 (a history ending with a call content; with ``prefill=False``, a server that refuses any history
+       ending with a model content, as Antigravity's Code Assist backend does, in its wording);
     3. thought signatures, for Gemini 3 and later (``target.signs_calls``): GN-11 (the first call part of each
        call content of the current turn carries one, or another part of it does, as a stream may send it), GN-12 (each one in the current turn is one the server minted,
        or Google's documented dummy value).
@@ -42,6 +43,7 @@ GN4 = ("Please ensure that function call turn contains at least one function_cal
        "function_response parts.")
 GN5 = "Please use a valid role: user, model."
 GN6 = "Please ensure that multiturn requests ends with a user role or a function response."
+GN6_CODE_ASSIST = "Requests ending with a model turn are not supported"
 GN10_CONTENTS = "* GenerateContentRequest.contents: contents is not specified"
 GN10_EMPTY_TEXT = ("Unable to submit request because it has an empty text parameter. Add a value to the parameter and try "
                    "again. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini")
@@ -206,18 +208,21 @@ def _signatures(contents: list[dict[str, Any]], target: GeminiTarget, state: Ser
     return None
 
 
-def violations(body: Any, target: GeminiTarget = DEVELOPER, state: ServerState | None = None) -> list[Violation]:
-    """What the server refuses in ``body`` (at most one: it stops at the first), for ``target``."""
+def violations(body: Any, target: GeminiTarget = DEVELOPER, state: ServerState | None = None, *, prefill: bool = True) -> list[Violation]:
+    """What the server refuses in ``body`` (at most one: it stops at the first), for ``target``; ``prefill``: whether it
+    takes a history that ends with the model's text."""
     contents = body.get("contents") if type(body) is dict else None
     found = _shape(contents, target)
     if found is None:
         found = _sequence(contents)  # type: ignore[arg-type]
+    if found is None and not prefill and contents[-1].get("role", USER) == MODEL:  # type: ignore[index]
+        found = Violation("GN-6", GN6_CODE_ASSIST)
     if found is None and target.signs_calls:
         found = _signatures(contents, target, state)  # type: ignore[arg-type]
     return [found] if found is not None else []
 
 
-def check(body: Any, target: GeminiTarget = DEVELOPER, state: ServerState | None = None) -> Violation | None:
+def check(body: Any, target: GeminiTarget = DEVELOPER, state: ServerState | None = None, *, prefill: bool = True) -> Violation | None:
     """The first violation in ``body``, or None when the server takes it."""
-    found = violations(body, target, state)
+    found = violations(body, target, state, prefill=prefill)
     return found[0] if found else None

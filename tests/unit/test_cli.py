@@ -394,9 +394,16 @@ def test_the_vertex_profile_and_the_body_model_give_the_target(tmp_path, capsys)
     assert "TM608" not in {row["code"] for row in orjson.loads(out)}
 
 
+def test_a_prefill_is_continued_only_under_the_opt_in(tmp_path, capsys):
+    path = write(tmp_path, orjson.dumps({"contents": [GEMINI_Q, {"role": "model", "parts": [{"text": "It is"}]}]}).decode())
+    assert check(capsys, "--api", "gemini", path)[:2] == (0, "clean: 1 document(s), nothing to repair\n")
+    code, out, _ = check(capsys, "--api", "gemini", "--continue-model-turn", "--format", "json", path)
+    assert code == 1 and [row["code"] for row in orjson.loads(out)] == ["TM614"]
+
+
 def test_list_rules_lists_the_gemini_rules(capsys):
     assert main(["check", "--list-rules"]) == 0
     out = capsys.readouterr().out.splitlines()
-    for code in [f"TM6{n:02}" for n in range(1, 11)]:
+    for code in [f"TM6{n:02}" for n in range(1, 15)]:
         [line] = [line for line in out if line.startswith(code + " ")]
         assert "[api: gemini]" in line

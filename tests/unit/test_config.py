@@ -165,14 +165,20 @@ def test_unknown_profile_is_refused():
         load(flags(profile="bogus"), {})
 
 
-def test_dummy_signatures_are_off_unless_opted_in() -> None:
-    assert load({}, {}).dummy_signatures is False
-    assert load({"dummy_signatures": True}, {}).dummy_signatures is True
-    assert load({}, {"TOOLMEND_DUMMY_SIGNATURES": "true"}).dummy_signatures is True
-    assert Policy().dummy_signatures is False
+#: The Gemini policies an operator opts into: each a Settings field and a Policy field of one name.
+OPT_INS = ("dummy_signatures", "continue_model_turn")
 
 
-async def test_the_opt_in_reaches_the_repair_policy() -> None:
-    app = create_app(Settings(dummy_signatures=True), store=InProcessStore(60, 10))
+@pytest.mark.parametrize("name", OPT_INS)
+def test_gemini_opt_ins_are_off_unless_opted_in(name: str) -> None:
+    assert getattr(load({}, {}), name) is False
+    assert getattr(load({name: True}, {}), name) is True
+    assert getattr(load({}, {f"TOOLMEND_{name.upper()}": "true"}), name) is True
+    assert getattr(Policy(), name) is False
+
+
+@pytest.mark.parametrize("name", OPT_INS)
+async def test_the_opt_in_reaches_the_repair_policy(name: str) -> None:
+    app = create_app(Settings(**{name: True}), store=InProcessStore(60, 10))
     async with app.router.lifespan_context(app):
-        assert app.state.proxy.policy == Policy(dummy_signatures=True)
+        assert app.state.proxy.policy == Policy(**{name: True})

@@ -12,25 +12,25 @@ import orjson
 
 from proxy.dialects.chat.rules.tool_content_type import text_parts
 from proxy.repair.profile import Profile
-from proxy.repair.rules.long_call_id import MAX_ID_LENGTH
 
 _decode = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
 
 def is_clean(messages: Any, profile: Profile) -> bool:
-    """Whether ``messages`` needs nothing from the rules chat runs for every profile (``profile`` says which tool content is taken)."""
+    """Whether ``messages`` needs nothing from the rules chat runs for every profile (``profile`` says which tool content
+    is taken, and how long a call id may be)."""
     if type(messages) is not list:
         return True  # not a chat history: nothing for the repair engine to do
     try:
-        return _all_clean(messages, profile.string_tool_content)
+        return _all_clean(messages, profile.string_tool_content, profile.max_id_length)
     except (KeyError, TypeError, AttributeError):
         # A required key missing, or a message, call or function that is not an object: something a rule
         # will repair or refuse. (Subscripts instead of .get: the happy path is the hot path.)
         return False
 
 
-def _all_clean(messages: list[Any], strings_only: bool) -> bool:
+def _all_clean(messages: list[Any], strings_only: bool, longest: int) -> bool:
     seen: set[str] = set()  # every call id declared so far (S4)
     pending: set[str] = set()  # ids of the latest call turn still awaiting their result
     for message in messages:
@@ -58,7 +58,7 @@ def _all_clean(messages: list[Any], strings_only: bool) -> bool:
                 return False  # S8
             for call in calls:
                 cid = call["id"]
-                if type(cid) is not str or not 0 < len(cid) <= MAX_ID_LENGTH or cid in seen:
+                if type(cid) is not str or not 0 < len(cid) <= longest or cid in seen:
                     return False  # S6, E-ID-40, S4
                 seen.add(cid)
                 pending.add(cid)

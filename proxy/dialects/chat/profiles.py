@@ -10,6 +10,7 @@ profile by the name chosen here (``Dialect.profile``), so this module is the one
 
 import fnmatch
 import re
+import sys
 from urllib.parse import urlsplit
 
 from proxy.dialects.chat.rules import PIPELINE
@@ -59,9 +60,11 @@ PROFILES: dict[str, Profile] = {
                 models=("deepseek-*", "kimi-*", "moonshot-*")),
         Profile("anthropic", "OpenAI-compatible routes to Claude: null instead of empty text, no stray keys in tool calls",
                 _own("anthropic"), TOOL_CALL_KEYS, ("api.anthropic.com",), models=("claude-*",)),
+        # No length on call ids (E-ID-40 is OpenAI's and Azure's): LiteLLM in front of Gemini carries each call's
+        # thought signature in its id (``call_<id>__thought__<signature>``), which a shortened id would lose.
         Profile("gemini", "Gemini's OpenAI-compatible layer: thought signatures restored, content never null, a user turn first",
                 _own("gemini"), hosts=("generativelanguage.googleapis.com",),
-                models=("gemini-*",)),
+                models=("gemini-*",), max_id_length=sys.maxsize),
         Profile("openrouter", "OpenRouter: a Gemini 3 model's reasoning_details restored on the current turn's call turns",
                 _own("openrouter"), hosts=("openrouter.ai",)),
         Profile("ollama", "Ollama's /v1: content never null", _own("ollama"), hosts=("localhost:11434", "127.0.0.1:11434")),

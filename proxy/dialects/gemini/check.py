@@ -1,10 +1,11 @@
 """The fast path: does a Gemini ``contents`` list need nothing from the rules? One pass, like the other dialects'.
 
 Most requests are valid and must cost no more than parsing their body. ``inspect`` says whether any rule would
-change the contents, and which remembered turns the repair would consult: the calls of orphan responses (by their
-ids), and, for a model that checks thought signatures (Gemini 3), the calls of the current turn's steps that came
-without theirs (by ``keys.call_key``). A request whose only need is a signature is broken too: sent as it is, the
-upstream refuses it, so TM609 looks in memory and TM610 applies the policy when memory has nothing.
+change the contents, and which remembered turns the repair would consult: the calls of orphan responses and the
+calls sent without a name (by their ids), and, for a model that checks thought signatures (Gemini 3), the calls of
+the current turn's steps that came without theirs (by ``keys.call_key``). A request whose only need is a signature
+is broken too: sent as it is, the upstream refuses it, so TM609 looks in memory and TM610 applies the policy when
+memory has nothing.
 """
 
 from collections import Counter
@@ -37,6 +38,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
     broken = False
     declared: set[str] = set()  # every call id so far
     answering: list[str] = []  # ids of responses that answer no call of the content before them
+    nameless: list[str] = []  # ids of calls without a name (memory may hold it)
     pending: list[tuple[str | None, Any]] | None = None  # the (id, name) of the calls of the content before, if a call content
     real = 0  # where the current turn starts: after the last user content that is not only responses
     unsigned: list[tuple[int, list[Any]]] = []  # the model contents whose first call part has no signature
@@ -72,7 +74,11 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                     declared.add(cid)
                 else:
                     cid = None
-                calls.append((cid, name if type(name := call.get("name")) is str else None))
+                name = call.get("name")
+                if cid is not None and (type(name) is not str or not name):
+                    broken = True  # TM613 (GN-7)
+                    nameless.append(cid)
+                calls.append((cid, name if type(name) is str else None))
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
@@ -110,7 +116,9 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
             answering.extend(rid for rid, _ in responses if rid is not None)
     if pending is not None:
         broken = True  # TM104: the last content's calls are answered by nothing
-    found.wanted = [rid for rid in dict.fromkeys(answering) if rid not in declared]
+    elif model_before:
+        broken = True  # TM614 (GN-6): it ends with the model's text; the policy (not known here) says whether to continue it
+    found.wanted = [*(rid for rid in dict.fromkeys(answering) if rid not in declared), *nameless]
     for index, parts in unsigned:
         if index >= real:
             broken = True  # TM609, TM610 (GN-11)

@@ -20,10 +20,6 @@ from proxy.repair.rule import Rule
 
 RULE = Rule("TM208", "long-call-id", ("E-ID-40", "OAI-8", "AZ-2", "RS-14"))
 
-#: The longest call id OpenAI and Azure accept on Chat Completions (E-ID-40): every chat profile's limit, and the
-#: fast check's (``proxy/dialects/chat/check.py``). A profile may allow more (``Profile.max_id_length``).
-MAX_ID_LENGTH = 40
-
 
 def apply(ctx: Context) -> None:
     renamed: dict[str, str] = {}

@@ -6,7 +6,7 @@
   part, the first call signed on Gemini 3) answered in one content in any order, sequential steps, text answers.
 * ``BREAKERS`` break them 1-3 at a time: a dropped call content (GN-2), responses split one per content (GN-1), a lost
   response, text between the calls and their responses, parallel calls split over model contents (GN-3), the legacy
-  ``function`` role (GN-5), response names lost (GN-7), empty text parts (GN-10), ids sent where the endpoint refuses
+  ``function`` role (GN-5), response and call names lost (GN-7), empty text parts (GN-10), ids sent where the endpoint refuses
   them (GN-9), a window trimmed to open with responses (GN-3), and thought signatures stripped (GN-11).
 * The properties: the repair is accepted by the strict validator (signatures checked), loses no response's output,
   never edits the request it was given, needs no second repair; a valid history is not planned at all.
@@ -150,6 +150,13 @@ def lose_names(history: History, draw: Callable[[Any], Any]) -> None:
             {"functionResponse": {**part["functionResponse"], "name": draw(st.sampled_from(["", "unknown"]))}} for part in history.contents[n]["parts"]]}
 
 
+def lose_call_names(history: History, draw: Callable[[Any], Any]) -> None:
+    """A stream split a call's name from its arguments and the client kept the call nameless (where calls have ids)."""
+    if history.ids and (n := _where(history, draw, _calls)) is not None:
+        history.contents[n] = {**history.contents[n], "parts": [
+            {**part, "functionCall": {**part["functionCall"], "name": ""}} if "functionCall" in part else part for part in history.contents[n]["parts"]]}
+
+
 def empty_text(history: History, draw: Callable[[Any], Any]) -> None:
     if (n := _where(history, draw, _calls)) is not None:
         history.contents[n] = {**history.contents[n], "parts": [{"text": ""}, *history.contents[n]["parts"]]}
@@ -190,7 +197,7 @@ def strip_signatures(history: History, draw: Callable[[Any], Any]) -> None:
 
 
 BREAKERS: tuple[Breaker, ...] = (drop_call_content, split_responses, lose_response, interleave_text, split_parallel_calls, legacy_role,
-                                 lose_names, empty_text, bridge_ids, trim_window, strip_signatures)
+                                 lose_names, lose_call_names, empty_text, bridge_ids, trim_window, strip_signatures)
 
 
 def config(default: int) -> settings:

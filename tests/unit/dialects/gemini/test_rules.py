@@ -2,7 +2,8 @@
 
 A rule's Bad history, repaired for its Request target with its Recalled turns, must become exactly its Good history;
 the strict Gemini validator refuses Bad with one of the rule's GN ids and takes Good (with the signatures of the
-remembered turns minted by the server).
+remembered turns minted by the server). A rule that acts only when the operator opts in is repaired under that policy,
+for the server that refuses its Bad history (``OPTED_IN``).
 """
 
 from typing import Any
@@ -22,6 +23,9 @@ from tests.support.gemini_validator import ServerState, check
 RULES = dict.fromkeys(step.rule for phase in PIPELINE.phases if phase.checked for step in phase.scoped
                       if step.rule.__name__.startswith("proxy.dialects.gemini."))  # type: ignore[attr-defined]
 DOCS = [describe(rule) for rule in RULES]
+#: The rules that act only under an operator's opt-in: the policy, and whether the server they answer takes a history
+#: that ends with the model's text (the validator's ``prefill``).
+OPTED_IN = {"TM614": (Policy(continue_model_turn=True), False)}
 
 
 def target_of(doc: RuleDoc) -> GeminiTarget:
@@ -50,13 +54,14 @@ def repaired(doc: RuleDoc, policy: Policy = DEFAULT_POLICY) -> Any:
 @pytest.mark.parametrize("doc", DOCS, ids=[doc.code for doc in DOCS])
 def test_docstring_example(doc: RuleDoc) -> None:
     target = target_of(doc)
-    refused = check({"contents": doc.bad}, target, state_of(doc))
+    policy, prefill = OPTED_IN.get(doc.code, (DEFAULT_POLICY, True))
+    refused = check({"contents": doc.bad}, target, state_of(doc), prefill=prefill)
     assert refused is not None and refused.rule in doc.answers, refused
-    result = repaired(doc)
+    result = repaired(doc, policy)
     assert result.rejected is None
     assert result.body["contents"] == doc.good
     assert doc.code in {finding.code for finding in result.findings}
-    assert check(result.body, target, state_of(doc)) is None
+    assert check(result.body, target, state_of(doc), prefill=prefill) is None
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[doc.code for doc in DOCS])
