@@ -31,6 +31,7 @@ from google.genai import types
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.routes import RouteSpec
+from tests.support.client_tls import TLS
 from tests.support.gemini_upstream import GeminiRecorder, decoded, make_gemini_upstream
 from tests.support.strict_upstream import serve
 
@@ -65,7 +66,8 @@ def proxy(gemini: tuple[str, GeminiRecorder]) -> Iterator[str]:
 
 def client(base_url: str, sent: list[bytes] | None = None, api_version: str = "v1beta", key: str = "key-one") -> genai.Client:
     hooks = {"request": [lambda request: sent.append(request.read())]} if sent is not None else {}
-    options = types.HttpOptions(base_url=base_url, api_version=api_version, httpx_client=httpx.Client(event_hooks=hooks))
+    options = types.HttpOptions(base_url=base_url, api_version=api_version, httpx_client=httpx.Client(event_hooks=hooks, verify=TLS),
+                                async_client_args={"verify": TLS})
     return genai.Client(api_key=key, http_options=options)
 
 

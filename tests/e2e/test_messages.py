@@ -36,6 +36,7 @@ from proxy.config import Settings
 from proxy.dialects.messages.blocks import is_thinking
 from proxy.repair import DEFAULT_PLACEHOLDER
 from proxy.routes import RouteSpec
+from tests.support.client_tls import TLS
 from tests.support.messages_agent import (
     MODES,
     Carrier,
@@ -119,7 +120,8 @@ def request(history: list[Any], **fields: Any) -> dict[str, Any]:
 def refused_directly(upstream_url: str, rec: MessagesRecorder, text: str, **body: Any) -> int:
     """The premise of a repair test: sent straight to the upstream, the request is refused with Anthropic's ``text``.
     Answers how many refusals the upstream has recorded, so a test can tell that none came after."""
-    direct = anthropic.Anthropic(base_url=upstream_url, api_key="sk-ant-direct", max_retries=0)
+    direct = anthropic.Anthropic(base_url=upstream_url, api_key="sk-ant-direct", max_retries=0,
+                                 http_client=anthropic.DefaultHttpxClient(verify=TLS))
     with pytest.raises(anthropic.BadRequestError) as refused:
         direct.messages.create(**body)
     assert isinstance(refused.value.body, dict) and text in refused.value.body["error"]["message"]

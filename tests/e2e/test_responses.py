@@ -34,6 +34,7 @@ from openai.types.responses import EasyInputMessageParam, Response
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.repair import DEFAULT_PLACEHOLDER
+from tests.support.client_tls import TLS
 from tests.support.responses_agent import (
     MODES,
     ForgetfulSession,
@@ -99,7 +100,8 @@ def kept(response: Response, *, ids: bool = True) -> list[dict[str, Any]]:
 def refused_directly(upstream_url: str, rec: ResponsesRecorder, message: str, **request: Any) -> int:
     """The premise of a repair test: sent straight to the upstream, the request is refused with ``message``.
     Answers how many refusals the upstream has recorded, so a test can tell that none came after."""
-    with openai.OpenAI(base_url=upstream_url + "/v1", api_key="sk-direct", max_retries=0) as direct, \
+    with openai.OpenAI(base_url=upstream_url + "/v1", api_key="sk-direct", max_retries=0,
+                       http_client=openai.DefaultHttpxClient(verify=TLS)) as direct, \
             pytest.raises(openai.BadRequestError) as refused:
         direct.responses.create(**request)
     assert isinstance(refused.value.body, dict) and refused.value.body["message"] == message

@@ -12,6 +12,7 @@ import pytest
 
 from proxy.dialects.messages.capture import CAPTURE
 from tests.support.ci import declared
+from tests.support.client_tls import TLS
 from tests.support.messages_upstream import DEFAULT_MODEL, HELLO, MessagesRecorder, make_messages_upstream
 from tests.support.messages_validator import ServerState, Violation, check, violations
 from tests.support.served import served
@@ -324,7 +325,7 @@ def upstream() -> Iterator[tuple[str, MessagesRecorder]]:
 def claude(upstream: tuple[str, MessagesRecorder]) -> Iterator[tuple[httpx.Client, MessagesRecorder]]:
     url, recorder = upstream
     recorder.reset()
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=10) as client:
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=10, verify=TLS) as client:
         yield client, recorder
 
 

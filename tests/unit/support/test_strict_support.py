@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.client_tls import TLS
 from tests.support.hypothesis_budget import examples
 from tests.support.served import served_fixtures
 from tests.support.strict_upstream import make_strict_upstream, serve
@@ -356,7 +357,7 @@ upstream, recorder = served_fixtures(lambda: make_strict_upstream(seed=7), recor
 
 @pytest.fixture
 def client(upstream, recorder):
-    with httpx.Client(base_url=upstream[0], timeout=10) as client:
+    with httpx.Client(base_url=upstream[0], timeout=10, verify=TLS) as client:
         yield client
 
 
