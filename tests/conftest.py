@@ -42,6 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
     hypothesis_budget.INNER_LOOP = config.option.markexpr.strip() == INNER_LOOP and not under_ci()
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The inner loop does not collect tests/system (every test there is marked ``system``, so all would be
+    deselected): neither its modules nor what they import are loaded."""
+    if collection_path == TESTS / "system" and config.option.markexpr.strip() == INNER_LOOP:
+        return True
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with the layer its directory names; a test outside them, or marked with another, is an error."""

@@ -10,6 +10,7 @@ import openai
 import orjson
 import pytest
 
+from tests.support.client_tls import TLS
 from tests.support.strict_upstream import Recorder
 
 TOOLS = [
@@ -113,7 +114,7 @@ def test_valid_history_arrives_byte_identical(proxy_url: str, recorder: Recorder
         b' {"role": "tool", "tool_call_id": "call_a", "content": "18C"}], "temperature": 1.0}'
     )
     answer = httpx.post(proxy_url + "/v1/chat/completions", content=body,
-                        headers={"content-type": "application/json", "authorization": "Bearer sk-valid"})
+                        headers={"content-type": "application/json", "authorization": "Bearer sk-valid"}, verify=TLS)
     assert answer.status_code == 200
     assert "x-toolmend-repairs" not in answer.headers
     assert recorder.last.body_bytes == body

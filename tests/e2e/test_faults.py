@@ -19,6 +19,7 @@ import uvicorn
 
 from proxy.app import create_app
 from proxy.config import Settings
+from tests.support.client_tls import TLS
 from tests.support.processes import HANG_GUARD, eventually
 from tests.support.raw_server import RawRequest, RawServer, ServerConn
 
@@ -110,7 +111,7 @@ async def rigged(timeout: float = LONGER_THAN_ANY_TEST) -> AsyncIterator[tuple[U
     """The upstream, the proxy in front of it, and a client whose timeout is the hang guard."""
     upstream = Upstream()
     async with RawServer(upstream) as server, proxy_in_this_loop(server.url("").rstrip("/"), timeout) as proxy:
-        async with httpx.AsyncClient(base_url=proxy.url, timeout=HANG_GUARD) as client:
+        async with httpx.AsyncClient(base_url=proxy.url, timeout=HANG_GUARD, verify=TLS) as client:
             yield upstream, server, proxy, client
 
 
@@ -157,7 +158,7 @@ async def test_upstream_refusing_connections_is_a_502_and_the_proxy_survives() -
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()  # nothing listens there now
-    async with proxy_in_this_loop(f"http://127.0.0.1:{port}") as proxy, httpx.AsyncClient(base_url=proxy.url, timeout=HANG_GUARD) as client:
+    async with proxy_in_this_loop(f"http://127.0.0.1:{port}") as proxy, httpx.AsyncClient(base_url=proxy.url, timeout=HANG_GUARD, verify=TLS) as client:
         for _ in range(3):
             answer = await client.post(CHAT, content=BODY)
             assert answer.status_code == 502 and answer.json()["error"]["code"] == "upstream_unreachable"

@@ -31,6 +31,7 @@ from google.genai import types
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.routes import RouteSpec
+from tests.support.client_tls import TLS
 from tests.support.gemini_upstream import GeminiRecorder, decoded, make_gemini_upstream
 from tests.support.strict_upstream import serve
 
@@ -65,7 +66,8 @@ def proxy(gemini: tuple[str, GeminiRecorder]) -> Iterator[str]:
 
 def client(base_url: str, sent: list[bytes] | None = None, api_version: str = "v1beta", key: str = "key-one") -> genai.Client:
     hooks = {"request": [lambda request: sent.append(request.read())]} if sent is not None else {}
-    options = types.HttpOptions(base_url=base_url, api_version=api_version, httpx_client=httpx.Client(event_hooks=hooks))
+    options = types.HttpOptions(base_url=base_url, api_version=api_version, httpx_client=httpx.Client(event_hooks=hooks, verify=TLS),
+                                async_client_args={"verify": TLS})
     return genai.Client(api_key=key, http_options=options)
 
 
@@ -152,7 +154,7 @@ def test_the_json_array_stream_goes_out_as_it_arrives_and_is_remembered(proxy, g
         recorder.hold = release
         body = {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}], "tools": [WEATHER.model_dump(exclude_none=True, by_alias=True)]}
         path = "/v1beta/models/gemini-3-pro-preview:streamGenerateContent"
-        with httpx.stream("POST", toolmend + path, json=body, headers={"x-goog-api-key": "k"}, timeout=30) as answer:
+        with httpx.stream("POST", toolmend + path, json=body, headers={"x-goog-api-key": "k"}, timeout=30, verify=TLS) as answer:
             chunks = answer.iter_raw()
             started.append(next(chunks))
             release.set()
@@ -165,7 +167,7 @@ def test_the_json_array_stream_goes_out_as_it_arrives_and_is_remembered(proxy, g
                                                                             "response": {"t": 18}}}
                                                        for call in parts if "functionCall" in call]}]
         again = httpx.post(toolmend + path.replace("streamGenerateContent", "generateContent"), json=body,
-                           headers={"x-goog-api-key": "k"})
+                           headers={"x-goog-api-key": "k"}, verify=TLS)
         assert again.status_code == 200, again.text
         assert recorder.requests[-1].json["contents"][1] == {"role": "model", "parts": parts}
 
@@ -177,7 +179,7 @@ def test_vertex_paths_and_a_route_prefix_are_served(proxy, recorder):
     assert recorder.requests[-1].path == "/v1beta1/publishers/google/models/gemini-2.5-flash:generateContent"
     answer = httpx.post(proxy + "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
                         json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]},
-                        headers={"authorization": "Bearer ya29.token"})
+                        headers={"authorization": "Bearer ya29.token"}, verify=TLS)
     assert answer.status_code == 200
     assert recorder.requests[-1].headers["authorization"] == "Bearer ya29.token"
     assert "id" not in recorder.emitted[-1]["parts"][1]["functionCall"]  # Vertex's answer: no ids
@@ -198,11 +200,11 @@ def test_other_gemini_paths_pass_through_untouched(proxy, recorder):
 
 def test_toolmends_own_errors_are_in_googles_envelope(proxy, recorder):
     answer = httpx.post(proxy + "/v1beta/models/gemini-2.5-flash:generateContent", content=b"{not json",
-                        headers={"x-goog-api-key": "k"})
+                        headers={"x-goog-api-key": "k"}, verify=TLS)
     assert answer.status_code == 400
     assert answer.json()["error"]["status"] == "INVALID_ARGUMENT" and answer.json()["error"]["code"] == 400
     # A client cannot take the request out of the upstream's path: refused in Google's envelope, never forwarded.
-    escaped = httpx.post(proxy + "/v1beta/models/%2e%2e%2f%2e%2e%2fother:generateContent", json={"contents": []})
+    escaped = httpx.post(proxy + "/v1beta/models/%2e%2e%2f%2e%2e%2fother:generateContent", json={"contents": []}, verify=TLS)
     assert escaped.status_code == 400 and escaped.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert recorder.requests == []
     # The SDK reads it as it reads Google's own.
@@ -215,14 +217,14 @@ def test_keys_go_upstream_as_sent_and_never_into_logs_or_metrics(proxy, recorder
     path = "/v1beta/models/gemini-2.5-flash:generateContent"
     body = {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}
     with caplog.at_level(logging.DEBUG):
-        httpx.post(proxy + path + "?key=AIzaSecretInQuery", json=body)
-        httpx.post(proxy + path, json=body, headers={"x-goog-api-key": "AIzaSecretInHeader"})
-        httpx.post(proxy + path, json=body, headers={"authorization": "Bearer ya29.SecretToken"})
+        httpx.post(proxy + path + "?key=AIzaSecretInQuery", json=body, verify=TLS)
+        httpx.post(proxy + path, json=body, headers={"x-goog-api-key": "AIzaSecretInHeader"}, verify=TLS)
+        httpx.post(proxy + path, json=body, headers={"authorization": "Bearer ya29.SecretToken"}, verify=TLS)
     got = recorder.requests
     assert got[0].path.endswith("?key=AIzaSecretInQuery")
     assert got[1].headers["x-goog-api-key"] == "AIzaSecretInHeader"
     assert got[2].headers["authorization"] == "Bearer ya29.SecretToken"
-    metrics = httpx.get(proxy + "/metrics").text
+    metrics = httpx.get(proxy + "/metrics", verify=TLS).text
     logged = repr([record.__dict__ for record in caplog.records if record.name.startswith("toolmend")])
     for secret in ("AIzaSecretInQuery", "AIzaSecretInHeader", "SecretToken"):
         assert secret not in logged and secret not in metrics
@@ -247,10 +249,10 @@ def test_a_refused_signature_is_left_out_and_the_request_sent_once_more(proxy, r
     keeping the signature it remembers this tenant's upstream minted, and leaves it out of the tenant's later requests
     before they are sent."""
     path, key = "/v1beta/models/gemini-3-pro-preview:generateContent", {"x-goog-api-key": "key-gn12"}
-    first = httpx.post(proxy + path, json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}, headers=key)
+    first = httpx.post(proxy + path, json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}, headers=key, verify=TLS)
     signed = first.json()["candidates"][0]["content"]["parts"]
     body = foreign_history(signed)
-    answer = httpx.post(proxy + path, json=body, headers=key)
+    answer = httpx.post(proxy + path, json=body, headers=key, verify=TLS)
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-toolmend-repairs"] == "TM612=1"
     refused, retried = recorder.requests[-2:]
@@ -259,14 +261,14 @@ def test_a_refused_signature_is_left_out_and_the_request_sent_once_more(proxy, r
     assert retried.json["contents"][1]["parts"] == [{"functionCall": {"id": "old-1", "name": "get_weather", "args": {"city": "Oslo"}}}]
     assert retried.json["contents"][4]["parts"] == signed  # minted for this tenant: kept
     # The session goes on: the refused signature is left out before the request is sent, no refusal paid again.
-    again = httpx.post(proxy + path, json=body, headers=key)
+    again = httpx.post(proxy + path, json=body, headers=key, verify=TLS)
     assert again.status_code == 200 and again.headers["x-toolmend-repairs"] == "TM612=1"
     assert len(recorder.rejections) == 1 and recorder.requests[-1].json == retried.json
 
 
 def test_under_thinking_policy_reject_the_refusal_reaches_the_client(gemini, recorder):
     with serve(create_app(Settings(upstream=gemini[0], memory="memory://", thinking_policy="reject"))) as strict:
-        answer = httpx.post(strict + "/v1beta/models/gemini-2.5-flash:generateContent", json=foreign_history([]))
+        answer = httpx.post(strict + "/v1beta/models/gemini-2.5-flash:generateContent", json=foreign_history([]), verify=TLS)
     assert answer.status_code == 400
     assert answer.json() == {"error": {"code": 400, "message": "Corrupted thought signature.", "status": "INVALID_ARGUMENT"}}
     assert len(recorder.requests) == 1
@@ -283,8 +285,8 @@ def test_a_route_with_the_operators_key_puts_it_where_the_client_put_its_own(gem
     else:
         sent = {"headers": {carrier: "Bearer team-key" if carrier == "authorization" else "team-key"}}
     with serve(create_app(settings)) as toolmend:
-        answer = httpx.post(toolmend + path, json={"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}, **sent)
-        refused = httpx.post(toolmend + path + "?key=wrong", json={"contents": []})
+        answer = httpx.post(toolmend + path, json={"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}, **sent, verify=TLS)
+        refused = httpx.post(toolmend + path + "?key=wrong", json={"contents": []}, verify=TLS)
     assert answer.status_code == 200, answer.text
     got = recorder.requests[0]
     if carrier == "key":
@@ -303,12 +305,12 @@ def test_a_route_with_the_operators_key_puts_it_where_the_client_put_its_own(gem
 def test_memory_is_kept_per_key_whatever_its_carrier(proxy, recorder, other):
     path = "/v1beta/models/gemini-2.5-flash:generateContent"
     ask_a = {"params": {"key": "key-a"}}
-    first = httpx.post(proxy + path, json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}, **ask_a).json()
+    first = httpx.post(proxy + path, json={"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}, **ask_a, verify=TLS).json()
     calls = [part["functionCall"] for part in first["candidates"][0]["content"]["parts"] if "functionCall" in part]
     dropped = {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]},
                             {"role": "user", "parts": [{"functionResponse": {"id": call["id"], "name": call["name"], "response": {}}}
                                                        for call in calls]}]}
-    mine = httpx.post(proxy + path, json=dropped, **ask_a)
-    theirs = httpx.post(proxy + path, json=dropped, **other)
+    mine = httpx.post(proxy + path, json=dropped, **ask_a, verify=TLS)
+    theirs = httpx.post(proxy + path, json=dropped, **other, verify=TLS)
     assert mine.headers["x-toolmend-calls"] == "recalled=2,synthesized=0"
     assert "recalled=0" in theirs.headers.get("x-toolmend-calls", "recalled=0")

@@ -36,6 +36,7 @@ from proxy.config import Settings
 from proxy.dialects.messages.blocks import is_thinking
 from proxy.repair import DEFAULT_PLACEHOLDER
 from proxy.routes import RouteSpec
+from tests.support.client_tls import TLS
 from tests.support.messages_agent import (
     MODES,
     Carrier,
@@ -119,7 +120,8 @@ def request(history: list[Any], **fields: Any) -> dict[str, Any]:
 def refused_directly(upstream_url: str, rec: MessagesRecorder, text: str, **body: Any) -> int:
     """The premise of a repair test: sent straight to the upstream, the request is refused with Anthropic's ``text``.
     Answers how many refusals the upstream has recorded, so a test can tell that none came after."""
-    direct = anthropic.Anthropic(base_url=upstream_url, api_key="sk-ant-direct", max_retries=0)
+    direct = anthropic.Anthropic(base_url=upstream_url, api_key="sk-ant-direct", max_retries=0,
+                                 http_client=anthropic.DefaultHttpxClient(verify=TLS))
     with pytest.raises(anthropic.BadRequestError) as refused:
         direct.messages.create(**body)
     assert isinstance(refused.value.body, dict) and text in refused.value.body["error"]["message"]
@@ -541,9 +543,9 @@ def test_a_lone_surrogate_is_forwarded_as_the_replacement_character(upstream: tu
         b' {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_log01", "content": "done \\ud83d"}]}]}'
     )
     headers = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-ant-surrogate"}
-    direct = httpx.post(upstream[0] + "/v1/messages", content=body, headers=headers)
+    direct = httpx.post(upstream[0] + "/v1/messages", content=body, headers=headers, verify=TLS)
     assert direct.status_code == 400 and "no low surrogate in string" in direct.json()["error"]["message"]
-    answer = httpx.post(proxy + "/v1/messages", content=body, headers=headers)
+    answer = httpx.post(proxy + "/v1/messages", content=body, headers=headers, verify=TLS)
     assert answer.status_code == 200 and answer.json()["content"] == [{"type": "text", "text": "Received 1 tool result."}]
     assert answer.headers["x-toolmend-repairs"] == "TM512=1"
     assert rec.last.body_bytes == body.replace(b"\\ud83d", b"\\ufffd")  # nothing else moved
@@ -552,7 +554,7 @@ def test_a_lone_surrogate_is_forwarded_as_the_replacement_character(upstream: tu
 
 
 def test_a_body_that_is_not_json_is_refused_in_anthropic_s_envelope(proxy: str, rec: MessagesRecorder) -> None:
-    answer = httpx.post(proxy + "/v1/messages", content=b'{"messages": [', headers={"content-type": "application/json", "x-api-key": "sk-ant-x"})
+    answer = httpx.post(proxy + "/v1/messages", content=b'{"messages": [', headers={"content-type": "application/json", "x-api-key": "sk-ant-x"}, verify=TLS)
     assert answer.status_code == 400
     assert answer.json()["type"] == "error" and answer.json()["error"]["type"] == "invalid_request_error"
     assert set(answer.json()["error"]) == {"type", "message"} and "could not parse the JSON body" in answer.json()["error"]["message"]

@@ -15,6 +15,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.config import Settings
+from tests.support.client_tls import TLS
 from tests.support.strict_upstream import Recorder, make_strict_upstream, serve
 
 MODEL = "google/gemini-3-pro-preview"
@@ -54,7 +55,7 @@ def test_a_loop_that_drops_reasoning_details_gets_them_back(rig: tuple[str, str,
     assert len(kept) == 2 and emitted[-1]["type"] == "reasoning.encrypted"
     history = [USER, {"role": "assistant", "content": None, "tool_calls": kept},
                *[{"role": "tool", "tool_call_id": c["id"], "content": "18C"} for c in kept]]
-    refused = httpx.post(upstream + "/v1/chat/completions", json={"model": MODEL, "messages": history, "tools": TOOLS})
+    refused = httpx.post(upstream + "/v1/chat/completions", json={"model": MODEL, "messages": history, "tools": TOOLS}, verify=TLS)
     assert refused.status_code == 400
     assert refused.json()["error"]["metadata"]["raw"].startswith("Gemini models require OpenRouter reasoning details")
     answer = client.chat.completions.with_raw_response.create(model=MODEL, messages=history, tools=TOOLS)  # type: ignore[arg-type]
@@ -73,6 +74,6 @@ def test_a_loop_that_keeps_them_arrives_byte_identical(rig: tuple[str, str, Reco
     history = [USER, assistant, *[{"role": "tool", "tool_call_id": c["id"], "content": "18C"} for c in assistant["tool_calls"]]]
     body = orjson.dumps({"model": MODEL, "messages": history, "tools": TOOLS})
     answer = httpx.post(proxy + "/v1/chat/completions", content=body,
-                        headers={"content-type": "application/json", "authorization": "Bearer sk-or-test"})
+                        headers={"content-type": "application/json", "authorization": "Bearer sk-or-test"}, verify=TLS)
     assert answer.status_code == 200 and "x-toolmend-repairs" not in answer.headers, answer.text
     assert recorder.last.body_bytes == body

@@ -16,6 +16,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.config import Settings
+from tests.support.client_tls import TLS
 from tests.support.strict_upstream import Recorder, make_strict_upstream, serve
 
 PROVIDERS = ("openai", "mistral", "deepseek", "anthropic", "gemini", "ollama", "xai", "groq", "vllm")
@@ -28,7 +29,7 @@ class Rig:
         self.upstream_url, self.proxy_url, self.recorder = upstream_url, proxy_url, recorder
 
     def post(self, base: str, body: dict) -> httpx.Response:
-        return httpx.post(base + "/v1/chat/completions", content=orjson.dumps(body), timeout=10,
+        return httpx.post(base + "/v1/chat/completions", content=orjson.dumps(body), timeout=10, verify=TLS,
                           headers={"content-type": "application/json", "authorization": "Bearer sk-profile-test"})
 
     def direct(self, body: dict) -> httpx.Response:

@@ -34,6 +34,7 @@ from openai.types.responses import EasyInputMessageParam, Response
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.repair import DEFAULT_PLACEHOLDER
+from tests.support.client_tls import TLS
 from tests.support.responses_agent import (
     MODES,
     ForgetfulSession,
@@ -99,7 +100,8 @@ def kept(response: Response, *, ids: bool = True) -> list[dict[str, Any]]:
 def refused_directly(upstream_url: str, rec: ResponsesRecorder, message: str, **request: Any) -> int:
     """The premise of a repair test: sent straight to the upstream, the request is refused with ``message``.
     Answers how many refusals the upstream has recorded, so a test can tell that none came after."""
-    with openai.OpenAI(base_url=upstream_url + "/v1", api_key="sk-direct", max_retries=0) as direct, \
+    with openai.OpenAI(base_url=upstream_url + "/v1", api_key="sk-direct", max_retries=0,
+                       http_client=openai.DefaultHttpxClient(verify=TLS)) as direct, \
             pytest.raises(openai.BadRequestError) as refused:
         direct.responses.create(**request)
     assert isinstance(refused.value.body, dict) and refused.value.body["message"] == message
@@ -202,7 +204,7 @@ def test_a_valid_body_is_forwarded_as_its_own_bytes(proxy: str, rec: ResponsesRe
         b' {"type": "function_call", "call_id": "call_a", "name": "weather", "arguments": "{ \\"city\\" : \\"Paris\\" }"},'
         b' {"type": "function_call_output", "call_id": "call_a", "output": "18C"}], "store": false, "temperature": 1.0}'
     )
-    answer = httpx.post(proxy + "/v1/responses", content=body, headers={"content-type": "application/json", "authorization": "Bearer sk-bytes"})
+    answer = httpx.post(proxy + "/v1/responses", content=body, headers={"content-type": "application/json", "authorization": "Bearer sk-bytes"}, verify=TLS)
     assert answer.status_code == 200 and answer.json()["output"][-1]["content"][0]["text"] == "Received 1 tool output."
     assert "x-toolmend-repairs" not in answer.headers
     assert rec.last.body_bytes == body
@@ -273,7 +275,7 @@ def test_the_other_responses_routes_pass_through_untouched(proxy: str, rec: Resp
                                 ("DELETE", f"/v1/responses/{created.id}", "")]:
         content = broken if method == "POST" else b""
         answer = httpx.request(method, f"{proxy}{path}?{query}".rstrip("?"), content=content,
-                               headers={"authorization": "Bearer sk-passthrough"})
+                               headers={"authorization": "Bearer sk-passthrough"}, verify=TLS)
         assert answer.status_code == 200 and "x-toolmend-repairs" not in answer.headers
         assert answer.json() == {"object": "responses_upstream.passthrough", "method": method, "path": path, "query": query,
                                  "body_bytes": len(content)}
@@ -312,7 +314,7 @@ def test_refusals_and_upstream_errors_are_openai_errors(upstream: tuple[str, Res
         ask(client, "create", model=MODEL, input=[user("Go")], previous_response_id="resp_never_made")
     assert unknown_previous.value.body == rec.rejections[-1]["error"] and rec.last.body_bytes == wire.last.sent
 
-    invalid = httpx.post(proxy + "/v1/responses", content=b'{"input": [', headers={"content-type": "application/json"})
+    invalid = httpx.post(proxy + "/v1/responses", content=b'{"input": [', headers={"content-type": "application/json"}, verify=TLS)
     assert invalid.status_code == 400
     assert set(invalid.json()["error"]) == {"message", "type", "param", "code"} and invalid.json()["error"]["code"] == "invalid_json"
 

@@ -5,6 +5,7 @@ import json
 
 import httpx
 
+from tests.support.client_tls import TLS
 from tests.support.processes import ProxyProcess
 from tests.support.strict_upstream import Recorder
 
@@ -19,7 +20,7 @@ def test_json_log_lines_one_per_request_without_secrets(strict_upstream: tuple[s
                         [{"role": "user", "content": SECRET_TEXT}, {"role": "tool", "tool_call_id": "call_q", "content": SECRET_TEXT}]):
             answer = httpx.post(proxy.url + "/v1/chat/completions?key=" + SECRET_KEY, timeout=10,
                                 headers={"authorization": f"Bearer {SECRET_KEY}", "x-request-id": "req-json-1"},
-                                json={"model": "m", "messages": history})
+                                json={"model": "m", "messages": history}, verify=TLS)
             assert answer.status_code == 200
         proxy.stop()  # a request's line is written after its answer is sent: stop first, so every line is in
         log = proxy.log()

@@ -7,6 +7,7 @@ import socket
 
 import httpx
 
+from tests.support.client_tls import TLS
 from tests.support.processes import ProxyProcess
 from tests.support.strict_upstream import Recorder
 
@@ -55,10 +56,10 @@ def fields_of(access_line: str) -> dict[str, str]:
 def test_text_log_cannot_be_forged_by_path_or_request_id(strict_upstream: tuple[str, Recorder]) -> None:
     url, _ = strict_upstream
     with ProxyProcess(url + "/v1", "--memory", "memory://", "--log-format", "text") as proxy:
-        forged = httpx.get(proxy.url + "/v1/models%0A" + FORGED_LINE.replace(" ", "%20"), timeout=10)
+        forged = httpx.get(proxy.url + "/v1/models%0A" + FORGED_LINE.replace(" ", "%20"), timeout=10, verify=TLS)
         spoofed_id = "abc status=200 tenant=deadbeef"
-        spoofed = httpx.get(proxy.url + "/v1/models", headers={"x-request-id": spoofed_id}, timeout=10)
-        kept = httpx.get(proxy.url + "/v1/models", headers={"x-request-id": "req_0f3a-9b.1:x"}, timeout=10)
+        spoofed = httpx.get(proxy.url + "/v1/models", headers={"x-request-id": spoofed_id}, timeout=10, verify=TLS)
+        kept = httpx.get(proxy.url + "/v1/models", headers={"x-request-id": "req_0f3a-9b.1:x"}, timeout=10, verify=TLS)
         proxy.stop()
         log = proxy.log()
     assert not any(line.startswith("2026-01-01") for line in log.splitlines())  # no line of the client's making

@@ -28,6 +28,7 @@ import orjson
 from anthropic.types import Message
 
 from proxy.dialects.messages.blocks import is_thinking, is_tool_use
+from tests.support.client_tls import TLS
 from tests.support.strict_upstream import Received
 
 __all__ = ["MODES", "Carrier", "Exchange", "Mode", "Wire", "arrived_as_emitted", "ask", "assistant_contents", "encoded_as_emitted", "kept",
@@ -81,7 +82,7 @@ class Wire:
         else:
             credential = {"api_key": api_key}
             headers["X-Api-Key"] = api_key
-        http = anthropic.DefaultHttpxClient(event_hooks={"response": [self._record]})
+        http = anthropic.DefaultHttpxClient(verify=TLS, event_hooks={"response": [self._record]})
         return anthropic.Anthropic(base_url=base_url, **credential, http_client=http, max_retries=0, default_headers=headers, **options)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.ci import unavailable
+from tests.support.client_tls import TLS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,7 +51,7 @@ def wait_answering(proc: subprocess.Popen, url: str, what: str, log: Callable[[]
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with {proc.returncode}:\n{log()}")
         try:
-            return httpx.get(url, timeout=1).status_code == 200
+            return httpx.get(url, timeout=1, verify=TLS).status_code == 200
         except httpx.HTTPError:
             return False
 

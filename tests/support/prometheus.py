@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.ci import unavailable
+from tests.support.client_tls import TLS
 from tests.support.processes import HANG_GUARD, free_port, stop_process, wait_answering, wait_until
 
 SKIP_REASON = "prometheus/promtool are not installed (bash .ci/run installs Debian's prometheus package)"
@@ -64,7 +65,7 @@ class PrometheusServer:
         return self
 
     def api(self, path: str, **params: str) -> object:
-        answer = httpx.get(f"{self.url}/api/v1/{path}", params=params, timeout=10)
+        answer = httpx.get(f"{self.url}/api/v1/{path}", params=params, timeout=10, verify=TLS)
         body = answer.json()
         if body.get("status") != "success":
             raise PromQLError(f"{path} {params}: {body.get('errorType')}: {body.get('error')}")

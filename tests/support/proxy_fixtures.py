@@ -18,6 +18,7 @@ from proxy.config import Settings
 from proxy.memory import Store
 from proxy.state import ProxyState
 from proxy.tenant import credential, tenant_id
+from tests.support.client_tls import TLS
 
 UPSTREAM = "http://upstream.test/v1"
 CLIENT_KEY = "sk-client-secret-0123456789"
@@ -44,7 +45,7 @@ class Proxy:
 
 def build_app(settings: Settings | None = None, store: Store | None = None) -> Starlette:
     """The proxy app on httpx's stock transport, which respx mocks (whatever the app's default is)."""
-    return create_app(settings or make_settings(), transport=httpx.AsyncHTTPTransport(), store=store)
+    return create_app(settings or make_settings(), transport=httpx.AsyncHTTPTransport(verify=TLS), store=store)
 
 
 @contextlib.asynccontextmanager

@@ -27,6 +27,7 @@ from agents.models.openai_provider import OpenAIProvider
 from openai.types.responses import Response
 
 from proxy.dialects.responses.items import call_id_of, is_call, output_type_for
+from tests.support.client_tls import TLS
 from tests.support.strict_upstream import Received
 
 __all__ = ["MODES", "Exchange", "ForgetfulSession", "Mode", "Wire", "arrived_as_emitted", "ask", "keep_only_outputs",
@@ -63,7 +64,7 @@ class Wire:
         self.exchanges.append(Exchange(request.url.path, bytes(request.content), {k.lower(): v for k, v in response.headers.items()}))
 
     def client(self, base_url: str, api_key: str, **options: Any) -> openai.OpenAI:
-        http = openai.DefaultHttpxClient(event_hooks={"response": [self._record]})
+        http = openai.DefaultHttpxClient(verify=TLS, event_hooks={"response": [self._record]})
         self.clients.append(openai.OpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0, **options))
         return self.clients[-1]
 
@@ -79,7 +80,7 @@ class Wire:
         async def record(response: Any) -> None:
             self._record(response)
 
-        http = openai.DefaultAsyncHttpxClient(event_hooks={"response": [record]})
+        http = openai.DefaultAsyncHttpxClient(verify=TLS, event_hooks={"response": [record]})
         self.async_clients.append(openai.AsyncOpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0, **options))
         return self.async_clients[-1]
 

@@ -10,6 +10,8 @@ but for the importer's own packages, which always ran before it.
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "proxy"
 
@@ -96,13 +98,18 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_graph_sees_function_level_imports() -> None:
-    graph = import_graph()
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """``proxy/``'s import graph, read once for the tests that only look at it."""
+    return import_graph()
+
+
+def test_the_graph_sees_function_level_imports(graph: dict[str, set[str]]) -> None:
     assert "proxy.app" in graph["proxy.cli"]  # imported inside app_from_environment
 
 
-def test_no_import_circle_in_proxy() -> None:
-    found = cycles(import_graph())
+def test_no_import_circle_in_proxy(graph: dict[str, set[str]]) -> None:
+    found = cycles(graph)
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(component) for component in found)
 
 
@@ -110,11 +117,11 @@ def test_a_circle_is_found() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_dialect_package_imports_another() -> None:
+def test_no_dialect_package_imports_another(graph: dict[str, set[str]]) -> None:
     """Dialect packages sit side by side: what two of them share lives in ``proxy/dialects/`` or ``proxy/repair/``."""
     packages = {path.name for path in (PACKAGE / "dialects").iterdir() if (path / "__init__.py").exists()}
     found = []
-    for module, targets in import_graph().items():
+    for module, targets in graph.items():
         parts = module.split(".")
         if parts[:2] == ["proxy", "dialects"] and len(parts) > 2 and parts[2] in packages:
             found += [f"{module} -> {target}" for target in targets

@@ -18,6 +18,7 @@ from proxy.app import create_app
 from proxy.config import load
 from proxy.forward import Upstream
 from proxy.router import InvalidPath, Router, UpstreamRoute, gemini_target, upstream_path
+from tests.support.client_tls import TLS
 from tests.support.processes import HANG_GUARD
 from tests.support.proxy_fixtures import (
     AsgiCall,
@@ -91,7 +92,7 @@ async def test_no_body_is_read_when_no_reachable_route_would_admit_the_client(tm
     asgi = AsgiCall()
     with respx.mock(assert_all_called=False) as mock:
         upstream = mock.route().respond(json=ANSWER)
-        async with started(create_app(settings, transport=httpx.AsyncHTTPTransport())) as app:
+        async with started(create_app(settings, transport=httpx.AsyncHTTPTransport(verify=TLS))) as app:
             with anyio.fail_after(HANG_GUARD):
                 await call_asgi(app, asgi, "POST", "/v1/chat/completions", [(b"content-length", b"10")], [never, b"{}"])
     assert asgi.status == 401
@@ -148,7 +149,7 @@ async def test_a_route_with_the_operators_key_forwards_no_client_provider_creden
 
 @pytest.mark.parametrize("carrier", ["authorization", "x-api-key", "api-key"])
 def test_an_operator_key_route_replaces_the_provider_key_and_keeps_the_gateway_tokens(carrier: str) -> None:
-    upstream = Upstream("https://gateway.ai.cloudflare.com/v1/acct/gw/openai", httpx.AsyncHTTPTransport(), 1.0,
+    upstream = Upstream("https://gateway.ai.cloudflare.com/v1/acct/gw/openai", httpx.AsyncHTTPTransport(verify=TLS), 1.0,
                         api_key="sk-operator", client_keys=[TEAM_KEY])
     own = f"Bearer {TEAM_KEY}" if carrier == "authorization" else TEAM_KEY
     gateway = [(name.encode(), value.encode()) for name, value in GATEWAY_TOKENS.items()]
@@ -158,14 +159,14 @@ def test_an_operator_key_route_replaces_the_provider_key_and_keeps_the_gateway_t
 
 
 def test_a_gateway_token_never_chooses_the_carrier_of_the_operators_key() -> None:
-    upstream = Upstream("https://apim.example/openai", httpx.AsyncHTTPTransport(), 1.0, api_key="sk-operator", client_keys=[TEAM_KEY])
+    upstream = Upstream("https://apim.example/openai", httpx.AsyncHTTPTransport(verify=TLS), 1.0, api_key="sk-operator", client_keys=[TEAM_KEY])
     sent = upstream.request_headers([(b"ocp-apim-subscription-key", b"gw-apim")])
     assert sent == [(b"ocp-apim-subscription-key", b"gw-apim"), (b"authorization", b"Bearer sk-operator")]
 
 
 @pytest.mark.parametrize("api_key", [None, "sk-operator"])
 def test_a_toolmend_key_in_a_gateway_carrier_stays_behind(api_key: str | None) -> None:
-    upstream = Upstream("https://gateway.example/v1", httpx.AsyncHTTPTransport(), 1.0, api_key=api_key, client_keys=[TEAM_KEY])
+    upstream = Upstream("https://gateway.example/v1", httpx.AsyncHTTPTransport(verify=TLS), 1.0, api_key=api_key, client_keys=[TEAM_KEY])
     sent = upstream.request_headers([(b"x-portkey-api-key", TEAM_KEY.encode()), (b"cf-aig-authorization", b"Bearer gw-cloudflare")])
     assert (b"x-portkey-api-key", TEAM_KEY.encode()) not in sent
     assert (b"cf-aig-authorization", b"Bearer gw-cloudflare") in sent
@@ -333,7 +334,7 @@ async def test_forwarded_requests_reach_the_configured_host_port_and_base_path(s
     ("https://api.deepseek.com", b"/a%2F@evil.example", "https://api.deepseek.com/a%2F@evil.example"),
 ])
 def test_upstream_url_keeps_scheme_host_port_and_base_path(configured: str, path: bytes, expected: str) -> None:
-    upstream = Upstream(configured, httpx.AsyncHTTPTransport(), 1.0)
+    upstream = Upstream(configured, httpx.AsyncHTTPTransport(verify=TLS), 1.0)
     url = upstream.url(path, b"")
     parsed = httpx.URL(configured)
     assert str(url) == expected

@@ -12,6 +12,7 @@ import pytest
 
 from proxy.dialects.messages.capture import CAPTURE
 from tests.support.ci import declared
+from tests.support.client_tls import TLS
 from tests.support.messages_upstream import DEFAULT_MODEL, HELLO, MessagesRecorder, make_messages_upstream
 from tests.support.messages_validator import ServerState, Violation, check, violations
 from tests.support.served import served
@@ -324,7 +325,7 @@ def upstream() -> Iterator[tuple[str, MessagesRecorder]]:
 def claude(upstream: tuple[str, MessagesRecorder]) -> Iterator[tuple[httpx.Client, MessagesRecorder]]:
     url, recorder = upstream
     recorder.reset()
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=10) as client:
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=10, verify=TLS) as client:
         yield client, recorder
 
 
@@ -451,14 +452,14 @@ def test_upstream_count_tokens_models_and_catch_all(claude: tuple[httpx.Client, 
 def test_upstream_auth_and_version() -> None:
     app, recorder = make_messages_upstream(api_key="sk-ant-right")
     with serve(app) as url:
-        wrong = httpx.post(url + "/v1/messages", json=ask(), headers=dict(HEADERS, **{"x-api-key": "sk-ant-wrong"}))
+        wrong = httpx.post(url + "/v1/messages", json=ask(), headers=dict(HEADERS, **{"x-api-key": "sk-ant-wrong"}), verify=TLS)
         assert wrong.status_code == 401
         assert wrong.json()["error"] == {"type": "authentication_error", "message": "invalid x-api-key"}
         headers = {"x-api-key": "sk-ant-right"}
-        versionless = httpx.post(url + "/v1/messages", json=ask(), headers=headers)
+        versionless = httpx.post(url + "/v1/messages", json=ask(), headers=headers, verify=TLS)
         assert versionless.status_code == 400
         assert versionless.json()["error"]["message"] == "anthropic-version: header is required"
-        assert httpx.post(url + "/v1/messages", json=ask(), headers=dict(headers, **{"anthropic-version": "2023-06-01"})).status_code == 200
+        assert httpx.post(url + "/v1/messages", json=ask(), headers=dict(headers, **{"anthropic-version": "2023-06-01"}), verify=TLS).status_code == 200
     assert len(recorder.requests) == 3
 
 
@@ -471,14 +472,14 @@ def test_compatible_upstreams_emit_and_accept_unsigned_thinking(profile: Any, un
     strict, _ = make_messages_upstream()
     with serve(app) as url, serve(strict) as anthropic_url:
         body = ask(thinking=MANUAL)
-        answer = httpx.post(url + "/v1/messages", json=body, headers=HEADERS).json()
+        answer = httpx.post(url + "/v1/messages", json=body, headers=HEADERS, verify=TLS).json()
         block = answer["content"][0]
         assert block == {"type": "thinking", "thinking": block["thinking"], **unsigned}
         assert "caller" not in answer["content"][-1]
         follow = answered(body, answer)
-        assert httpx.post(url + "/v1/messages", json=follow, headers=HEADERS).status_code == 200
+        assert httpx.post(url + "/v1/messages", json=follow, headers=HEADERS, verify=TLS).status_code == 200
         # The same history sent to Anthropic: unsigned thinking is refused.
-        refused = httpx.post(anthropic_url + "/v1/messages", json=follow, headers=HEADERS).json()
+        refused = httpx.post(anthropic_url + "/v1/messages", json=follow, headers=HEADERS, verify=TLS).json()
         assert refused["error"]["message"] == anthropic_says
     assert recorder.state.minted == 0
 
@@ -487,10 +488,10 @@ def test_redacted_thinking_upstream() -> None:
     app, recorder = make_messages_upstream(redacted=True, preamble=None)
     with serve(app) as url:
         body = ask(thinking=MANUAL)
-        answer = httpx.post(url + "/v1/messages", json=body, headers=HEADERS).json()
+        answer = httpx.post(url + "/v1/messages", json=body, headers=HEADERS, verify=TLS).json()
         assert [block["type"] for block in answer["content"]] == ["thinking", "redacted_thinking", "tool_use", "tool_use"]
         assert recorder.state.minted == 2
-        assert httpx.post(url + "/v1/messages", json=answered(body, answer), headers=HEADERS).status_code == 200
+        assert httpx.post(url + "/v1/messages", json=answered(body, answer), headers=HEADERS, verify=TLS).status_code == 200
     with pytest.raises(ValueError, match="redacted_thinking"):
         make_messages_upstream(profile="kimi", redacted=True)
 

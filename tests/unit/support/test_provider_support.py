@@ -13,6 +13,7 @@ import re
 import httpx
 import pytest
 
+from tests.support.client_tls import TLS
 from tests.support.provider_validators import (
     PROVIDERS,
     deepseek_thinking,
@@ -597,7 +598,7 @@ def test_gemini_upstream_emits_thought_signatures_and_enforces_ge4(upstreams, st
 def test_default_upstream_keeps_openai_answers():
     app, recorder = make_strict_upstream(seed=3)
     with serve(app) as url:
-        answer = httpx.post(f"{url}/v1/chat/completions", json=body(user(), tools=TOOLS)).json()
+        answer = httpx.post(f"{url}/v1/chat/completions", json=body(user(), tools=TOOLS), verify=TLS).json()
     message = answer["choices"][0]["message"]
     assert message["refusal"] is None and message["annotations"] == [] and message["content"] is None
     assert all(re.fullmatch(r"call_[A-Za-z0-9]{24}", c["id"]) and "extra_content" not in c

@@ -14,6 +14,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from proxy.dialects.responses.capture import CAPTURE
+from tests.support.client_tls import TLS
 from tests.support.responses_upstream import custom_input, function_arguments, make_responses_upstream, parse_sse
 from tests.support.responses_validator import ServerState, error_for, first_violation, resolve, status_of, violations
 from tests.support.served import served_fixtures
@@ -299,7 +300,7 @@ upstream, recorder = served_fixtures(lambda: make_responses_upstream(seed=7), re
 
 @pytest.fixture
 def client(upstream, recorder):
-    with httpx.Client(base_url=upstream[0], timeout=10) as client:
+    with httpx.Client(base_url=upstream[0], timeout=10, verify=TLS) as client:
         yield client
 
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.client_tls import TLS
 from tests.support.hypothesis_budget import examples
 from tests.support.served import served_fixtures
 from tests.support.strict_upstream import make_strict_upstream, serve
@@ -356,7 +357,7 @@ upstream, recorder = served_fixtures(lambda: make_strict_upstream(seed=7), recor
 
 @pytest.fixture
 def client(upstream, recorder):
-    with httpx.Client(base_url=upstream[0], timeout=10) as client:
+    with httpx.Client(base_url=upstream[0], timeout=10, verify=TLS) as client:
         yield client
 
 
@@ -483,9 +484,9 @@ def test_upstream_api_key_and_reset():
     app, recorder = make_strict_upstream(api_key="sk-good")
     with serve(app) as base_url:
         bad = httpx.post(f"{base_url}/v1/chat/completions", json=body(user()),
-                         headers={"authorization": "Bearer sk-bad"})
+                         headers={"authorization": "Bearer sk-bad"}, verify=TLS)
         good = httpx.post(f"{base_url}/v1/chat/completions", json=body(user()),
-                          headers={"authorization": "Bearer sk-good"})
+                          headers={"authorization": "Bearer sk-good"}, verify=TLS)
     assert bad.status_code == 401 and bad.json()["error"]["code"] == "invalid_api_key"
     assert good.json()["choices"][0]["message"]["content"] == "Hello from the strict upstream."
     assert len(recorder.requests) == 2
@@ -504,6 +505,6 @@ def test_upstream_skip_rules():
     app, _ = make_strict_upstream(skip_rules=("S12",))
     with serve(app) as base_url:
         response = httpx.post(f"{base_url}/v1/chat/completions",
-                              json=body(system(), asst_calls("call_a"), tool("call_a")))
+                              json=body(system(), asst_calls("call_a"), tool("call_a")), verify=TLS)
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["content"] == "Received 1 tool result."
