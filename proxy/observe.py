@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.logs import RequestLine
+from proxy.logs import RequestLine, log_request
 from proxy.metrics import Metrics, labelled
 from proxy.protocols import QUIET_PATHS, Protocols
 
@@ -99,4 +99,4 @@ class Observer:
                 labelled(self.metrics.upstream_seconds, route).observe(now - line.upstream_started)
             labelled(self.metrics.requests, route, str(line.status or 500)).inc()
             level = logging.DEBUG if scope["path"] in QUIET_PATHS else logging.INFO
-            log.log(level, "request", extra={"request": line.fields()})
+            log_request(log, level, line)
