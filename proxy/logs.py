@@ -142,12 +142,12 @@ class LineHandler(logging.StreamHandler):
         try:
             # The milliseconds as LogRecord takes them from its creation time.
             text = formatter.request_line(formatter.stamp(created, (created - int(created)) * 1000), logging.getLevelName(level),
-                                          logger, zip(FIELDS, values))
+                                          logger, zip(FIELDS, values, strict=True))
             self.stream.write(text + self.terminator)
             self.stream.flush()
         except RecursionError:  # as emit
             raise
-        except Exception:
+        except Exception:  # noqa: BLE001 - as emit: a failed write is the handler's to report, never the request's
             record = logging.LogRecord(logger, level, "", 0, "request", None, None)
             record.request = line.fields()
             self.handleError(record)
