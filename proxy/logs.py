@@ -88,7 +88,7 @@ class JsonFormatter(_Stamped):
         return orjson.dumps(line).decode()
 
     def request_line(self, stamp: str, level: str, logger: str, fields: Iterable[tuple[str, object]]) -> str:
-        line = {"time": stamp, "level": level.lower(), "logger": logger, "message": "request"}
+        line: dict[str, object] = {"time": stamp, "level": level.lower(), "logger": logger, "message": "request"}
         line.update((key, value) for key, value in fields if value is not None)
         return orjson.dumps(line).decode()
 
