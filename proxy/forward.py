@@ -7,6 +7,7 @@ upstream cookies into another tenant's requests).
 """
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -54,9 +55,25 @@ class UpstreamError(Exception):
 def without_hop_by_hop(headers: Iterable[tuple[bytes, bytes]], also: frozenset[bytes] = frozenset()) -> RawHeaders:
     """Drop hop-by-hop headers, including any the ``Connection`` header names (RFC 9110 7.6.1)."""
     headers = list(headers)
-    named = {token.strip().lower() for name, value in headers if name.lower() == b"connection" for token in value.split(b",")}
-    skip = HOP_BY_HOP | also | named
+    skip = _skipped(headers, also)
     return [(name, value) for name, value in headers if name.lower() not in skip]
+
+
+def _skipped(headers: RawHeaders, also: frozenset[bytes]) -> frozenset[bytes]:
+    """The lower-case names ``without_hop_by_hop`` drops: HOP_BY_HOP, ``also``, and those the ``Connection`` header
+    names (most often none beyond HOP_BY_HOP: ``Connection: keep-alive``)."""
+    skip = _hop_by_hop_and(also)
+    for name, value in headers:
+        if name.lower() == b"connection":
+            named = {token.strip().lower() for token in value.split(b",")}
+            if not named <= skip:
+                skip = skip | named
+    return skip
+
+
+@functools.lru_cache(maxsize=16)
+def _hop_by_hop_and(also: frozenset[bytes]) -> frozenset[bytes]:
+    return HOP_BY_HOP | also
 
 
 def async_stream(response: httpx.Response) -> httpx.AsyncByteStream:
@@ -235,5 +252,13 @@ OWN_HEADERS = b"x-toolmend-"
 
 def response_headers(upstream: httpx.Response) -> RawHeaders:
     """The upstream answer's headers that go on to the client: without hop-by-hop ones, the server's own, or toolmend's."""
-    skip = BODILESS_SKIP if upstream.status_code in BODILESS_STATUSES else SERVER_SET
-    return [(name, value) for name, value in without_hop_by_hop(upstream.headers.raw, skip) if not name.lower().startswith(OWN_HEADERS)]
+    headers = upstream.headers.raw
+    skip = _skipped(headers, BODILESS_SKIP if upstream.status_code in BODILESS_STATUSES else SERVER_SET)
+    return [(name, value) for name, value in headers if (lowered := name.lower()) not in skip and not lowered.startswith(OWN_HEADERS)]
+
+
+def header_value(headers: RawHeaders, name: bytes) -> bytes | None:
+    """The value of the header ``name`` (lower case) as ``httpx.Headers.get`` reads it, undecoded: every occurrence
+    joined by ``, ``; None when there is none."""
+    values = [value for key, value in headers if key.lower() == name]
+    return b", ".join(values) if values else None
