@@ -10,12 +10,13 @@ request writes one; a ``LogRecord`` and the general formatting were a tenth of a
 """
 
 import dataclasses
+import functools
 import logging
 import operator
 import re
 import time
-from collections.abc import Iterable
-from typing import cast
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import orjson
 
@@ -73,6 +74,9 @@ class _Stamped(logging.Formatter):
             self._second, self._stamp = second, time.strftime(self.default_time_format, self.converter(created))
         return f"{self._stamp},{int(msecs):03d}"  # logging's default_msec_format, "%s,%03d"
 
+    def request_values(self, stamp: str, level: str, logger: str, values: tuple[object, ...]) -> str:
+        return self.request_line(stamp, level, logger, zip(FIELDS, values, strict=True))
+
     def request_line(self, stamp: str, level: str, logger: str, fields: Iterable[tuple[str, object]]) -> str:
         """The line ``format`` writes for a request's record: made at ``stamp``, ``fields`` its ``request`` (None: left
         out, as ``RequestLine.fields`` leaves it)."""
@@ -113,6 +117,18 @@ class TextFormatter(_Stamped):
     def request_line(self, stamp: str, level: str, logger: str, fields: Iterable[tuple[str, object]]) -> str:
         return f"{stamp} {level} {logger} request {text_fields(fields)}"
 
+    def request_values(self, stamp: str, level: str, logger: str, values: tuple[object, ...]) -> str:
+        """``request_line`` of a RequestLine's logged ``values`` (in FIELDS' order): where every value set is a plain
+        value of a type a template knows (``_template``), written by that template in one step."""
+        template = _template(tuple(map(type, values)))
+        if template is not None:
+            text, present, strings = template
+            chosen = strings(values)
+            # Every string plain (and not empty) when all of them joined are: one match instead of one a field.
+            if all(chosen) and PLAIN_VALUE.fullmatch("".join(chosen)):
+                return f"{stamp} {level} {logger} request {text % present(values)}"
+        return self.request_line(stamp, level, logger, zip(FIELDS, values, strict=True))
+
 
 #: Types whose ``str`` is always a plain value: digits, ".", "-", "e", "inf", "nan".
 _PLAIN_TYPES = frozenset((int, float))
@@ -123,6 +139,21 @@ def text_fields(fields: Iterable[tuple[str, object]]) -> str:
     plain = PLAIN_VALUE.fullmatch
     return " ".join([f"{key}={value if type(value) in _PLAIN_TYPES or (type(value) is str and plain(value)) else text_value(value)}"
                      for key, value in fields if value is not None])
+
+
+@functools.lru_cache(maxsize=64)
+def _template(types: tuple[type, ...]) -> tuple[str, Callable[[tuple], Any], Callable[[tuple], Any]] | None:
+    """For logged values of these types: the ``%`` template of the line's fields that are set, what takes their values
+    and what takes the strings among them; None unless every value is a str, an int, a float or None (``%s`` writes
+    each as ``text_fields`` does when the strings are plain), with a string among them."""
+    if not set(types) <= {str, int, float, type(None)}:
+        return None
+    present = [index for index, kind in enumerate(types) if kind is not type(None)]
+    strings = [index for index in present if types[index] is str]
+    if not strings:
+        return None
+    # One index: itemgetter answers the value itself, which ``%`` and the string test above take as well.
+    return " ".join(f"{FIELDS[index]}=%s" for index in present), operator.itemgetter(*present), operator.itemgetter(*strings)
 
 
 def text_value(value: object) -> str:
@@ -141,8 +172,8 @@ class LineHandler(logging.StreamHandler):
         self.acquire()
         try:
             # The milliseconds as LogRecord takes them from its creation time.
-            text = formatter.request_line(formatter.stamp(created, (created - int(created)) * 1000), logging.getLevelName(level),
-                                          logger, zip(FIELDS, values, strict=True))
+            text = formatter.request_values(formatter.stamp(created, (created - int(created)) * 1000), logging.getLevelName(level),
+                                            logger, values)
             self.stream.write(text + self.terminator)
             self.stream.flush()
         except RecursionError:  # as emit

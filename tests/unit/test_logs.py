@@ -20,21 +20,25 @@ def configured():
     root.setLevel(saved[1])
 
 
-def _line() -> RequestLine:
-    return RequestLine("req-1", "POST", "/v1/a b\nfake=1", status=200, duration_ms=1.5e-05, upstream_ms=12.345,
+def _line(path: str = "/v1/a b\nfake=1") -> RequestLine:
+    return RequestLine("req-1", "POST", path, status=200, duration_ms=1.5e-05, upstream_ms=12.345,
                        repairs="TM101=1", tenant="abcd1234", profile="openai")
 
 
+LINES = [_line(), _line("/v1/chat/completions"), _line(""), RequestLine("r", "GET", "/v1/x", status=True)]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("line", LINES)
 @pytest.mark.parametrize("log_format", logs.LOG_FORMATS)
-def test_the_direct_line_is_the_formatters_line(configured, log_format, monkeypatch) -> None:
+def test_the_direct_line_is_the_formatters_line(configured, log_format, line, monkeypatch) -> None:
     logs.configure("info", log_format)
     handler = logging.getLogger().handlers[0]
     handler.setStream(configured)
     monkeypatch.setattr(time, "time", lambda: 1_764_650_000.25)
-    log_request(logging.getLogger("toolmend.access"), logging.INFO, _line())
+    log_request(logging.getLogger("toolmend.access"), logging.INFO, line)
     record = logging.LogRecord("toolmend.access", logging.INFO, __file__, 1, "request", None, None)
     record.created, record.msecs = 1_764_650_000.25, 250.0
-    record.request = _line().fields()
+    record.request = line.fields()
     assert configured.getvalue() == handler.format(record) + "\n"
 
 
