@@ -148,9 +148,15 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     limit.trimmed(cut)
     if turns:
         await remember(turns)  # before the body goes out: read your writes
-    response = Response(body, upstream.status_code)
-    response.raw_headers = headers
-    return response
+    return ReadWhole(body, upstream.status_code, headers)
+
+
+class ReadWhole(Response):
+    """An answer read whole, sent with its status, headers and body as received (``Response``'s own headers, which
+    these replace, are never made)."""
+
+    def __init__(self, body: bytes, status: int, headers: RawHeaders) -> None:
+        self.status_code, self.body, self.raw_headers, self.background = status, body, headers, None
 
 
 class _Replayed(httpx.AsyncByteStream):
