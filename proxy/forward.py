@@ -119,6 +119,7 @@ class Upstream:
         # host or port, and is always appended below the base path (``https://api.deepseek.com`` has none).
         base = httpx.URL(base_url)
         self._origin = httpx.URL(scheme=base.scheme, host=base.host, port=base.port)
+        self._netloc = self._origin.netloc if self._origin.host else None  # every URL ``url`` makes has the origin's
         self._base_path = base.raw_path.partition(b"?")[0].rstrip(b"/")
         # The proxy's own client keys (TOOLMEND_API_KEYS): credentials for toolmend, never for an upstream.
         self._client_keys = frozenset(key.encode() for key in client_keys)
@@ -185,7 +186,7 @@ class Upstream:
         if length is not None and not isinstance(content, bytes):
             headers = [*headers, (b"content-length", str(length).encode())]
         if isinstance(content, bytes) or content is None:
-            request = in_memory(method, url, headers, content, self._timeouts)
+            request = in_memory(method, url, headers, content, self._timeouts, self._netloc)
         else:
             request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
         await self._take_slot()
@@ -215,15 +216,19 @@ class Upstream:
 BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 
 
-def in_memory(method: str, url: httpx.URL, headers: RawHeaders, content: bytes | None, extensions: dict[str, Any]) -> httpx.Request:
+def in_memory(method: str, url: httpx.URL, headers: RawHeaders, content: bytes | None, extensions: dict[str, Any],
+              netloc: bytes | None = None) -> httpx.Request:
     """``httpx.Request(method, url, headers=headers, content=content, extensions=extensions)`` for a body in memory,
     with the same head (``Host`` first unless given, ``Content-Length: 0`` next for a bodiless POST, PUT or PATCH
     without framing, a body's ``Content-Length`` last unless given) and content, made without httpx's encoding of
-    every kind of content: every request to an upstream is made here."""
+    every kind of content: every request to an upstream is made here. ``netloc``: the URL's, when the caller knows it
+    (an ``Upstream`` knows its origin's), rather than worked out from ``url`` again."""
     method = method.upper()
     names = {name.lower() for name, _ in headers}
     framed = b"content-length" in names or b"transfer-encoding" in names
-    head: RawHeaders = [] if b"host" in names or not url.host else [(b"Host", url.netloc)]
+    if netloc is None and url.host:
+        netloc = url.netloc
+    head: RawHeaders = [] if b"host" in names or not netloc else [(b"Host", netloc)]
     if not content:
         if not framed and method in BODY_METHODS:
             head.append((b"Content-Length", b"0"))
