@@ -302,11 +302,11 @@ class FastTransport(httpx.AsyncBaseTransport):
         self.egress = egress or Egress()
         self._idle: dict[Origin, list[_Connection]] = {}
         self._proxies: dict[Origin, Proxy | None] = {}  # the egress's answer per origin, decided once
+        self._origins: dict[int, tuple[httpx.URL, Origin]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        url = request.url
-        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        origin = self._origin(request.url)
         if origin not in self._proxies:
             self._proxies[origin] = self.egress.proxy_for(*origin)
         proxy = self._proxies[origin]
@@ -345,6 +345,17 @@ class FastTransport(httpx.AsyncBaseTransport):
             stream=Decoded(stream, codings) if codings else stream,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
         )
+
+    def _origin(self, url: httpx.URL) -> Origin:
+        """The URL's scheme, host and port, worked out once for each URL object seen (an ``Upstream`` makes one per
+        path and keeps it)."""
+        known = self._origins.get(id(url))
+        if known is not None and known[0] is url:  # the URL is held here, so its id cannot stand for another yet
+            return known[1]
+        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        if len(self._origins) < 1024:
+            self._origins[id(url)] = (url, origin)
+        return origin
 
     async def _exchange(self, connection: _Connection, head: bytes, body: Any, timeouts: dict, request: httpx.Request) -> None:
         connection._begin()
