@@ -15,8 +15,7 @@ fast upstream, or an SSE stream's last chunks. A client that leaves earlier is n
 """
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
+from types import TracebackType
 
 from starlette.types import Receive
 
@@ -29,38 +28,47 @@ class ClientGone(Exception):
 WATCH_AFTER = 0.05
 
 
-@contextlib.contextmanager
-def client_watch(receive: Receive) -> Iterator[None]:
-    task = asyncio.current_task()
-    assert task is not None
-    loop = asyncio.get_running_loop()
-    state = {"watching": True, "left": False}
-    watchers: list[asyncio.Task[None]] = []
+def client_watch(receive: Receive) -> "_ClientWatch":
+    """The context manager of the module's docstring, for the running task."""
+    return _ClientWatch(receive)
 
-    def on_disconnect(watcher: asyncio.Task[None]) -> None:
+
+class _ClientWatch:
+    """A class, not a generator: entered and left on every request (a generator-based context manager costs a frame
+    and its resumptions more)."""
+
+    __slots__ = ("left", "loop", "receive", "starting", "task", "watcher", "watching")
+
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+
+    def __enter__(self) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.loop = asyncio.get_running_loop()
+        self.watching, self.left = True, False
+        self.watcher: asyncio.Task[None] | None = None
+        self.starting = self.loop.call_later(WATCH_AFTER, self._watch)
+
+    def _watch(self) -> None:
+        watcher = self.watcher = self.loop.create_task(_disconnected(self.receive))
+        watcher.add_done_callback(self._on_disconnect)
+
+    def _on_disconnect(self, watcher: "asyncio.Task[None]") -> None:
         # Runs on the loop between steps: only a block still running is stopped.
-        if state["watching"] and not watcher.cancelled() and watcher.exception() is None:
-            state["left"] = True
-            task.cancel()
+        if self.watching and not watcher.cancelled() and watcher.exception() is None:
+            self.left = True
+            self.task.cancel()
 
-    def watch() -> None:
-        watcher = loop.create_task(_disconnected(receive))
-        watcher.add_done_callback(on_disconnect)
-        watchers.append(watcher)
-
-    starting = loop.call_later(WATCH_AFTER, watch)
-    try:
-        yield
-    except asyncio.CancelledError:
-        if not state["left"]:
-            raise
-        task.uncancel()  # our own cancellation, taken back: the caller learns why instead
-        raise ClientGone from None
-    finally:
-        state["watching"] = False
-        starting.cancel()
-        for watcher in watchers:
-            watcher.cancel()
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None) -> None:
+        self.watching = False
+        self.starting.cancel()
+        if self.watcher is not None:
+            self.watcher.cancel()
+        if kind is not None and issubclass(kind, asyncio.CancelledError) and self.left:
+            self.task.uncancel()  # our own cancellation, taken back: the caller learns why instead
+            raise ClientGone from None
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -490,7 +490,9 @@ def _runner(body: bytes, recalled: dict[str, Turn] | None = None) -> Runner:
     """Where the engine's work on ``body`` runs: in a thread (``_in_thread``) when the body, with the entries of the
     turns recalled for it (RECALLED_ENTRY_BYTES each), is larger than LARGE_BODY_BYTES; else on the event loop. Each
     recalled turn's entries are counted once, off its list (``entry_count``): nothing recalled is walked here."""
-    turns = {id(turn): turn for turn in recalled.values()}.values() if recalled else ()
+    if not recalled:
+        return _in_thread if len(body) > LARGE_BODY_BYTES else _inline
+    turns = {id(turn): turn for turn in recalled.values()}.values()
     weight = len(body) + RECALLED_ENTRY_BYTES * sum(entry_count(turn) for turn in turns)
     return _in_thread if weight > LARGE_BODY_BYTES else _inline
 

@@ -7,6 +7,7 @@ upstream cookies into another tenant's requests).
 """
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -54,9 +55,25 @@ class UpstreamError(Exception):
 def without_hop_by_hop(headers: Iterable[tuple[bytes, bytes]], also: frozenset[bytes] = frozenset()) -> RawHeaders:
     """Drop hop-by-hop headers, including any the ``Connection`` header names (RFC 9110 7.6.1)."""
     headers = list(headers)
-    named = {token.strip().lower() for name, value in headers if name.lower() == b"connection" for token in value.split(b",")}
-    skip = HOP_BY_HOP | also | named
+    skip = _skipped(headers, also)
     return [(name, value) for name, value in headers if name.lower() not in skip]
+
+
+def _skipped(headers: RawHeaders, also: frozenset[bytes]) -> frozenset[bytes]:
+    """The lower-case names ``without_hop_by_hop`` drops: HOP_BY_HOP, ``also``, and those the ``Connection`` header
+    names (most often none beyond HOP_BY_HOP: ``Connection: keep-alive``)."""
+    skip = _hop_by_hop_and(also)
+    for name, value in headers:
+        if name.lower() == b"connection":
+            named = {token.strip().lower() for token in value.split(b",")}
+            if not named <= skip:
+                skip = skip | named
+    return skip
+
+
+@functools.lru_cache(maxsize=16)
+def _hop_by_hop_and(also: frozenset[bytes]) -> frozenset[bytes]:
+    return HOP_BY_HOP | also
 
 
 def async_stream(response: httpx.Response) -> httpx.AsyncByteStream:
@@ -102,6 +119,7 @@ class Upstream:
         # host or port, and is always appended below the base path (``https://api.deepseek.com`` has none).
         base = httpx.URL(base_url)
         self._origin = httpx.URL(scheme=base.scheme, host=base.host, port=base.port)
+        self._netloc = self._origin.netloc if self._origin.host else None  # every URL ``url`` makes has the origin's
         self._base_path = base.raw_path.partition(b"?")[0].rstrip(b"/")
         # The proxy's own client keys (TOOLMEND_API_KEYS): credentials for toolmend, never for an upstream.
         self._client_keys = frozenset(key.encode() for key in client_keys)
@@ -168,7 +186,7 @@ class Upstream:
         if length is not None and not isinstance(content, bytes):
             headers = [*headers, (b"content-length", str(length).encode())]
         if isinstance(content, bytes) or content is None:
-            request = in_memory(method, url, headers, content, self._timeouts)
+            request = in_memory(method, url, headers, content, self._timeouts, self._netloc)
         else:
             request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
         await self._take_slot()
@@ -198,15 +216,19 @@ class Upstream:
 BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 
 
-def in_memory(method: str, url: httpx.URL, headers: RawHeaders, content: bytes | None, extensions: dict[str, Any]) -> httpx.Request:
+def in_memory(method: str, url: httpx.URL, headers: RawHeaders, content: bytes | None, extensions: dict[str, Any],
+              netloc: bytes | None = None) -> httpx.Request:
     """``httpx.Request(method, url, headers=headers, content=content, extensions=extensions)`` for a body in memory,
     with the same head (``Host`` first unless given, ``Content-Length: 0`` next for a bodiless POST, PUT or PATCH
     without framing, a body's ``Content-Length`` last unless given) and content, made without httpx's encoding of
-    every kind of content: every request to an upstream is made here."""
+    every kind of content: every request to an upstream is made here. ``netloc``: the URL's, when the caller knows it
+    (an ``Upstream`` knows its origin's), rather than worked out from ``url`` again."""
     method = method.upper()
     names = {name.lower() for name, _ in headers}
     framed = b"content-length" in names or b"transfer-encoding" in names
-    head: RawHeaders = [] if b"host" in names or not url.host else [(b"Host", url.netloc)]
+    if netloc is None and url.host:
+        netloc = url.netloc
+    head: RawHeaders = [] if b"host" in names or not netloc else [(b"Host", netloc)]
     if not content:
         if not framed and method in BODY_METHODS:
             head.append((b"Content-Length", b"0"))
@@ -235,5 +257,13 @@ OWN_HEADERS = b"x-toolmend-"
 
 def response_headers(upstream: httpx.Response) -> RawHeaders:
     """The upstream answer's headers that go on to the client: without hop-by-hop ones, the server's own, or toolmend's."""
-    skip = BODILESS_SKIP if upstream.status_code in BODILESS_STATUSES else SERVER_SET
-    return [(name, value) for name, value in without_hop_by_hop(upstream.headers.raw, skip) if not name.lower().startswith(OWN_HEADERS)]
+    headers = upstream.headers.raw
+    skip = _skipped(headers, BODILESS_SKIP if upstream.status_code in BODILESS_STATUSES else SERVER_SET)
+    return [(name, value) for name, value in headers if (lowered := name.lower()) not in skip and not lowered.startswith(OWN_HEADERS)]
+
+
+def header_value(headers: RawHeaders, name: bytes) -> bytes | None:
+    """The value of the header ``name`` (lower case) as ``httpx.Headers.get`` reads it, undecoded: every occurrence
+    joined by ``, ``; None when there is none."""
+    values = [value for key, value in headers if key.lower() == name]
+    return b", ".join(values) if values else None

@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.dialects.capture import LARGE_ANSWER_BYTES, Capture, CaptureLimit, Cut, ReadAside, StreamReader
 from proxy.disconnect import ClientGone, client_watch
-from proxy.forward import RawHeaders, UpstreamError, async_stream, response_headers
+from proxy.forward import RawHeaders, UpstreamError, async_stream, header_value, response_headers
 from proxy.protocols import error_shape_of
 from proxy.state import ProxyState
 from proxy.turns import Turn
@@ -112,10 +112,11 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     """Relay an answer, remembering the tool-call turns ``capture`` reads in a successful one before its end. An event
     stream, or an answer the request said will stream whatever its content type (``streamed``: Gemini's JSON array),
     goes out as it arrives, read by the capture's stream reader; any other is read whole first."""
-    headers = [*response_headers(upstream), *extra_headers]
-    if upstream.status_code != 200 or upstream.headers.get("content-encoding", "identity") != "identity":
+    relayed = response_headers(upstream)
+    headers = [*relayed, *extra_headers]
+    if upstream.status_code != 200 or header_value(relayed, b"content-encoding") not in (None, b"identity"):
         return StreamRelay(upstream, headers)
-    if streamed or upstream.headers.get("content-type", "").startswith("text/event-stream"):
+    if streamed or (header_value(relayed, b"content-type") or b"").startswith(b"text/event-stream"):
         reader = ReadAside(capture.stream(limit.max_bytes))
 
         async def remember_stream() -> None:
@@ -147,9 +148,15 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     limit.trimmed(cut)
     if turns:
         await remember(turns)  # before the body goes out: read your writes
-    response = Response(body, upstream.status_code)
-    response.raw_headers = headers
-    return response
+    return ReadWhole(body, upstream.status_code, headers)
+
+
+class ReadWhole(Response):
+    """An answer read whole, sent with its status, headers and body as received (``Response``'s own headers, which
+    these replace, are never made)."""
+
+    def __init__(self, body: bytes, status: int, headers: RawHeaders) -> None:
+        self.status_code, self.body, self.raw_headers, self.background = status, body, headers, None
 
 
 class _Replayed(httpx.AsyncByteStream):

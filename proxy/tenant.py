@@ -36,6 +36,8 @@ from proxy import credentials
 ORIGINAL_FIELDS = 3
 # The carriers before the key parameters in the formula (the gateways' came after them).
 BEFORE_PARAMS = 4
+ORIGINAL_CARRIERS_IN_ORDER = credentials.CARRIERS[:ORIGINAL_FIELDS]
+ORIGINAL_CARRIERS = frozenset(ORIGINAL_CARRIERS_IN_ORDER)
 # credential: every client its own memory (per upstream). upstream: every client of an upstream shares one,
 # so any client can recall any other's calls.
 TENANT_SCOPES = ("credential", "upstream")
@@ -79,6 +81,8 @@ class Tenancy:
 
 def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"", carriers: credentials.Carriers = credentials.BUILT_IN) -> bytes:
     found = credentials.in_headers(headers, carriers.names)
+    if not query and found.keys() <= ORIGINAL_CARRIERS:  # most clients: the original formula's fields, nothing after them
+        return b"\x1f".join([found.get(name, b"") for name in ORIGINAL_CARRIERS_IN_ORDER])
     fields = [found.get(name, b"") for name in credentials.CARRIERS]
     fields.insert(BEFORE_PARAMS, b"&".join(credentials.in_query(query)))
     named = [name + b":" + found[name] for name in carriers.named if found.get(name)]

@@ -196,12 +196,18 @@ class _Connection(asyncio.Protocol):
             self._waiter.set_result(None)
 
     async def wait(self, timeout: float | None) -> None:
-        self._waiter = asyncio.get_running_loop().create_future()
+        """Until the parser has news (``_wake``); TimeoutError after ``timeout``. A timer that fails the waiter rather
+        than ``asyncio.timeout``, whose context manager (a timer that cancels the task, then its cancellation checked and
+        taken back) costs several times as much on every request."""
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        expiry = None if timeout is None else loop.call_later(timeout, _expire, waiter)
         try:
-            async with asyncio.timeout(timeout):
-                await self._waiter
+            await waiter
         finally:
             self._waiter = None
+            if expiry is not None:
+                expiry.cancel()
 
     async def write(self, data: bytes) -> None:
         """Write, then wait (up to the write timeout) while the upstream is not taking data."""
@@ -236,6 +242,11 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _expire(waiter: "asyncio.Future[None]") -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class _ResponseStream(httpx.AsyncByteStream):
@@ -291,11 +302,11 @@ class FastTransport(httpx.AsyncBaseTransport):
         self.egress = egress or Egress()
         self._idle: dict[Origin, list[_Connection]] = {}
         self._proxies: dict[Origin, Proxy | None] = {}  # the egress's answer per origin, decided once
+        self._origins: dict[int, tuple[httpx.URL, Origin]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        url = request.url
-        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        origin = self._origin(request.url)
         if origin not in self._proxies:
             self._proxies[origin] = self.egress.proxy_for(*origin)
         proxy = self._proxies[origin]
@@ -334,6 +345,17 @@ class FastTransport(httpx.AsyncBaseTransport):
             stream=Decoded(stream, codings) if codings else stream,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
         )
+
+    def _origin(self, url: httpx.URL) -> Origin:
+        """The URL's scheme, host and port, worked out once for each URL object seen (an ``Upstream`` makes one per
+        path and keeps it)."""
+        known = self._origins.get(id(url))
+        if known is not None and known[0] is url:  # the URL is held here, so its id cannot stand for another yet
+            return known[1]
+        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        if len(self._origins) < 1024:
+            self._origins[id(url)] = (url, origin)
+        return origin
 
     async def _exchange(self, connection: _Connection, head: bytes, body: Any, timeouts: dict, request: httpx.Request) -> None:
         connection._begin()

@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from proxy.forward import in_memory
+from proxy.forward import header_value, in_memory, response_headers
 
 URL = httpx.URL("https://api.example.test:8443/v1/chat/completions?x=1")
 TIMEOUTS = {"timeout": {"connect": 5.0, "read": 5.0, "write": 5.0, "pool": 5.0}}
@@ -31,3 +31,14 @@ def test_a_request_in_memory_is_the_one_httpx_makes(method, content, extra):
 def test_a_url_without_a_host_gets_no_host_header():
     url = httpx.URL("/v1/models")
     assert in_memory("GET", url, [], None, {}).headers.raw == httpx.Request("GET", url).headers.raw
+
+
+@pytest.mark.parametrize("name", ["content-type", "content-encoding", "x-missing"])
+def test_a_header_value_is_what_httpx_headers_get_reads(name):
+    raw = [(b"Content-Type", b"text/event-stream"), (b"Content-Encoding", b"gzip"), (b"content-encoding", b"br"),
+           (b"Connection", b"keep-alive, X-Hop"), (b"X-Hop", b"1"), (b"X-Toolmend-Repairs", b"TM101=1"), (b"Date", b"now")]
+    answer = httpx.Response(200, headers=raw)
+    expected = answer.headers.get(name)
+    assert header_value(response_headers(answer), name.encode()) == (None if expected is None else expected.encode())
+    assert response_headers(answer) == [(b"Content-Type", b"text/event-stream"), (b"Content-Encoding", b"gzip"),
+                                        (b"content-encoding", b"br")]

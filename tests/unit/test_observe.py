@@ -2,6 +2,7 @@
 
 import json
 import logging
+import uuid
 
 import httpx
 from starlette.responses import PlainTextResponse
@@ -9,7 +10,7 @@ from starlette.responses import PlainTextResponse
 from proxy.dialects import DIALECTS
 from proxy.logs import JsonFormatter, TextFormatter
 from proxy.metrics import Metrics
-from proxy.observe import Observer, line_of
+from proxy.observe import Observer, fresh_id, line_of
 from proxy.protocols import Protocols
 
 
@@ -78,3 +79,11 @@ def test_text_values_of_every_type_keep_the_line_whole() -> None:
     record = logging.LogRecord("toolmend", logging.INFO, __file__, 1, "request", None, None)
     record.request = {"status": 200, "duration_ms": 1.5e-05, "path": "/v1/a b\nfake=1", "memory": True}
     assert TextFormatter().format(record).endswith('status=200 duration_ms=1.5e-05 path="/v1/a b\\nfake=1" memory=True')
+
+
+def test_a_fresh_request_id_is_a_version_4_uuid_in_hex() -> None:
+    ids = {fresh_id() for _ in range(200)}
+    assert len(ids) == 200
+    for made in ids:
+        parsed = uuid.UUID(hex=made)
+        assert parsed.hex == made and parsed.version == 4 and parsed.variant == uuid.RFC_4122
