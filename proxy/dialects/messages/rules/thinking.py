@@ -50,8 +50,11 @@ def current_assistant(messages: list[Any]) -> tuple[int, bool] | None:
     """The position of the assistant message of the turn in progress, and whether tool results follow it; None
     when a fresh user message ended that turn (or there is no assistant message)."""
     last = next((n for n in range(len(messages) - 1, -1, -1) if is_message(messages[n]) and messages[n]["role"] == "assistant"), None)
-    if last is None:
-        return None
+    return None if last is None else turn_of(messages, last)
+
+
+def turn_of(messages: list[Any], last: int) -> tuple[int, bool] | None:
+    """``current_assistant`` when ``last`` is known to be the position of the last assistant message the view reads."""
     if last == len(messages) - 1:
         return last, False
     first = next((block for message in messages[last + 1 :] if is_message(message) for block in blocks_of(message)), None)
