@@ -21,7 +21,6 @@ from typing import Any
 from proxy.dialects.ids import all_id_characters
 from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
 from proxy.dialects.messages.rules import (
-    altered_thinking,
     content_after_tool_use,
     empty_text,
     empty_thinking,
@@ -67,6 +66,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     answered: set[str] = set()  # what the results after that message answered
     leading = False  # still in the leading tool_result blocks after an assistant message
     last = -1  # the last assistant message
+    latest_calls: list[str] = []  # its tool_use ids when it holds signed thinking (AM-13: memory tells whether it was altered)
     for position, message in enumerate(messages):
         if type(message) is not dict:
             continue  # not ours to judge: forwarded as sent
@@ -80,11 +80,12 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 mark(position)
             waiting, answered, leading = set(), set(), True
             if kind_of_content is str:
-                last = position
+                last, latest_calls = position, []
             if kind_of_content is not list:
                 continue
             last = position
-            calls = False
+            calls = signed = False
+            called: list[str] = []
             thinking_first = bool(content) and type(content[0]) is dict and content[0].get("type") in _THINKING
             for block in content:
                 if type(block) is not dict:
@@ -104,6 +105,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                             broken = True  # AM-6 (TM501: every declared id is matched at the end)
                         declared.add(cid)
                         waiting.add(cid)
+                        called.append(cid)
                     if type(block.get("input")) is not dict:
                         broken = True  # TM503
                         mark(position)
@@ -114,6 +116,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 if kind == "thinking":
                     signature = block.get("signature")
                     unsigned = type(signature) is not str or not signature
+                    signed = signed or not unsigned  # altered_thinking.signed
                     # TM509; TM505 (empty and unsigned: a signed empty block is valid), TM506
                     if not thinking_first or (unsigned and (block.get("thinking") == "" or strips_unsigned)):
                         broken = True
@@ -131,6 +134,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             if content and type(content[-1]) is dict and content[-1].get("type") in _THINKING:
                 broken = True  # TM507
                 mark(position)
+            latest_calls = called if signed else []
             continue
         if role != "user":
             broken = broken or (folds_system and role == "system")  # TM514
@@ -184,8 +188,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 mark(position)  # TM502 edits it (the check lets it through: only the repair's rules are told)
     broken = broken or bool(waiting) or not all_id_characters(declared)  # AM-1 (the history ends on unanswered calls), TM501
     found.wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared]
-    if last >= 0:
-        found.wanted += _signed_calls(messages[last])
+    found.wanted += latest_calls
     broken = _judge_thinking(body, messages, last, strips_unsigned, found) or broken
     found.broken = broken
     return found
@@ -206,22 +209,13 @@ def may_change(message: Any, strips_unsigned: bool) -> bool:
     return any(edit(0, message) is not None for edit in _EDITS) or (strips_unsigned and unsigned_thinking.edited(0, message) is not None)
 
 
-def _signed_calls(latest: dict[str, Any]) -> list[str]:
-    """The ``tool_use`` ids of the latest assistant message when it holds signed thinking (TM516, AM-13): memory may
-    hold that thinking as the upstream sent it, and a client may have altered it; only memory can tell."""
-    content = blocks_of(latest)
-    if not any(altered_thinking.signed(block) is not None for block in content):
-        return []
-    return [cid for block in content if is_tool_use(block) and type(cid := block.get("id")) is str]
-
-
 def _judge_thinking(body: dict[str, Any], messages: list[Any], last: int, strips_unsigned: bool, found: Inspection) -> bool:
     """AM-9 and AM-11 on the assistant message of the turn in progress; wants the calls of a final tool turn
     without usable thinking (memory may hold it)."""
     mode = thinking.requested(body)
     if last < 0 or mode == "adaptive":
         return False
-    current = thinking.current_assistant(messages)
+    current = thinking.turn_of(messages, last)
     if current is None:
         return False
     content = blocks_of(messages[last])

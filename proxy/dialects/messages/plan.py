@@ -31,7 +31,7 @@ from proxy.repair.profile import Profile
 from proxy.turns import dialect_of
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made for every request with signed thinking, and a frozen one is slower to make
 class MessagesPlan:
     body: dict[str, Any]
     profile: Profile

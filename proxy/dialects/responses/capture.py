@@ -44,9 +44,20 @@ def _turns(items: list[dict[str, Any]], response_id: str | None) -> list[Turn]:
     made with reasoning (nothing a later request could need back), or nothing could recall it. Recalled by each
     call's ``call_id``, by the id of each assistant message (whose reasoning a filter may drop: RS-5) and by
     the response id."""
-    calls = [key for item in items if is_call(item) and (key := recall_key(item)) is not None]
-    messages = [key for item in items if not is_call(item) and (key := recall_key(item)) is not None]
-    if not any(is_call(item) for item in items) and not (messages and any(item.get("type") == "reasoning" for item in items)):
+    calls: list[str] = []
+    messages: list[str] = []
+    called = reasoned = False
+    for item in items:  # one pass: every answer of a reasoning model is read so
+        key = recall_key(item)
+        if is_call(item):
+            called = True
+            if key is not None:
+                calls.append(key)
+        else:
+            if key is not None:
+                messages.append(key)
+            reasoned = reasoned or item.get("type") == "reasoning"
+    if not called and not (messages and reasoned):
         return []
     ids = list(dict.fromkeys([*calls, *messages]))
     if response_id is not None:

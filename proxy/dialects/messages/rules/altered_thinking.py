@@ -65,9 +65,11 @@ def _latest(messages: list[Any]) -> int | None:
 def altered(messages: list[Any], recalled: Recalled) -> bool:
     """Whether memory holds signed thinking of the latest assistant message that differs from the client's: what the
     repair of a request planned for this look in memory alone asks before it reads the history."""
+    if not recalled:  # memory holds none of its turns: the usual answer
+        return False
     latest = _latest(messages)
     content = blocks(messages[latest]) if latest is not None else []
-    remembered = _remembered(recalled, content) if recalled else {}
+    remembered = _remembered(recalled, content)
     return any((original := remembered.get(signed(block) or "")) is not None and block != original for block in content)
 
 

@@ -23,7 +23,7 @@ TURNED_OFF = "thinking-disabled"
 
 def requested(body: Any) -> Mode:
     """``enabled`` (manual, with a budget), ``adaptive``, or ``disabled`` (absent or anything else too)."""
-    thinking = body.get("thinking") if isinstance(body, Mapping) else None
+    thinking = body.get("thinking") if type(body) is dict or isinstance(body, Mapping) else None
     kind = thinking.get("type") if type(thinking) is dict else None
     return "enabled" if kind == "enabled" else "adaptive" if kind == "adaptive" else "disabled"
 
@@ -50,9 +50,15 @@ def current_assistant(messages: list[Any]) -> tuple[int, bool] | None:
     """The position of the assistant message of the turn in progress, and whether tool results follow it; None
     when a fresh user message ended that turn (or there is no assistant message)."""
     last = next((n for n in range(len(messages) - 1, -1, -1) if is_message(messages[n]) and messages[n]["role"] == "assistant"), None)
-    if last is None:
-        return None
+    return None if last is None else turn_of(messages, last)
+
+
+def turn_of(messages: list[Any], last: int) -> tuple[int, bool] | None:
+    """``current_assistant`` when ``last`` is known to be the position of the last assistant message the view reads."""
     if last == len(messages) - 1:
         return last, False
-    first = next((block for message in messages[last + 1 :] if is_message(message) for block in blocks_of(message)), None)
-    return (last, True) if is_tool_result(first) else None
+    for position in range(last + 1, len(messages)):  # the first block after it: a loop, as the check asks on every request
+        message = messages[position]
+        if is_message(message) and (content := blocks_of(message)):
+            return (last, True) if is_tool_result(content[0]) else None
+    return None

@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.dialects.messages import MESSAGES
+from proxy.dialects.messages.blocks import is_tool_use
 from proxy.dialects.messages.check import inspect, may_change
 from proxy.dialects.messages.plan import MessagesPlan
 from proxy.dialects.messages.rules import (
+    altered_thinking,
     content_after_tool_use,
     empty_text,
     empty_thinking,
@@ -30,6 +32,7 @@ from proxy.dialects.messages.rules import (
     trailing_thinking,
     unsigned_thinking,
 )
+from proxy.dialects.messages.rules.edit import blocks
 from proxy.dialects.messages.view import is_message
 from proxy.repair import Policy
 from proxy.repair.context import Context
@@ -133,3 +136,33 @@ def test_the_repair_over_pending_messages_is_the_repair_over_every_message(messa
     assert planned.marked is not None
     assert outcome(planned, memory, policy) == outcome(dataclasses.replace(planned, marked=None), memory, policy)
     assert body == sent
+
+
+@config(400)
+@given(st.lists(MESSAGE, min_size=1, max_size=8), st.sampled_from(PROFILES), st.sampled_from(MODES))
+def test_the_check_asks_memory_for_the_calls_of_the_latest_message_with_signed_thinking(messages: list[Any], profile: Profile,
+                                                                                         mode: Any) -> None:
+    # TM516 (AM-13) can only tell altered thinking from memory: the one pass must want what the rule will look up.
+    body: dict[str, Any] = {"model": "claude-strict-test", "max_tokens": 1024, "messages": messages}
+    if mode is not None:
+        body["thinking"] = mode
+    latest = altered_thinking._latest(messages)
+    content = blocks(messages[latest]) if latest is not None else []
+    if not any(altered_thinking.signed(block) is not None for block in content):
+        return
+    calls = [cid for block in content if is_tool_use(block) and type(cid := block.get("id")) is str]
+    planned = MESSAGES.plan(body, profile)
+    assert planned is not None
+    assert set(calls) <= set(planned.recall)
+
+
+def test_signed_thinking_of_an_earlier_assistant_message_is_not_looked_up() -> None:
+    signed = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "c2ln"},
+                                               {"type": "tool_use", "id": "toolu_01", "name": "run", "input": {}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+    body = {"model": "claude-strict-test", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "hi"}, signed, result, {"role": "assistant", "content": "Done."}, {"role": "user", "content": "thanks"}]}
+    assert MESSAGES.plan(body, MESSAGES.profile("anthropic")) is None
+    body["messages"] = body["messages"][:3]
+    planned = MESSAGES.plan(body, MESSAGES.profile("anthropic"))
+    assert planned is not None and planned.recall == ["toolu_01"]
