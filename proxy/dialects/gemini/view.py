@@ -31,7 +31,7 @@ import orjson
 
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.gemini.keys import call_key
-from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, function_response, id_of, name_of
+from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, id_of, name_of
 from proxy.repair.history import Message
 from proxy.turns import Turn
 
@@ -103,7 +103,8 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             calls: list[dict[str, Any]] = []
             pending: list[Any] = []
             for number, part in enumerate(parts):
-                if (call := function_call(part)) is not None:
+                call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
+                if type(call) is dict:
                     key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
                     declared.add(key)
                     calls.append(view_call(part, call, key, pending))
@@ -121,10 +122,12 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         run: list[Any] | None = None
         first = len(out)
         for number, part in enumerate(parts):
-            if (response := function_response(part)) is not None:
-                key = _answering(id_of(response), name_of(response), declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
+            response = part.get(RESPONSE) if type(part) is dict else None  # ``function_response``, inlined
+            if type(response) is dict:
+                name = name_of(response)
+                key = _answering(id_of(response), name, declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
                 entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
-                if (name := name_of(response)) is not None:
+                if name is not None:
                     entry["name"] = name
                 run = None
             elif run is None:
@@ -169,23 +172,32 @@ class _Queues:
 
 class _Unanswered:
     """The latest call content's calls not answered yet, by name and in order (all of them, and those without an id
-    of their own): a response without an id answers the first of its name, or the first of all."""
+    of their own): a response without an id answers the first of its name, or the first of all. The queues are made
+    for the first response that does not answer by its call's id (most answer so)."""
 
-    __slots__ = ("every", "idless", "taken")
+    __slots__ = ("calls", "queues", "taken")
 
     def __init__(self, calls: Iterable[dict[str, Any]] = ()) -> None:
-        self.every, self.idless = _Queues(), _Queues()
+        self.calls = calls
+        self.queues: tuple[_Queues, _Queues] | None = None  # (every call, those without an id of their own)
         self.taken: set[str] = set()
-        for call in calls:
-            self.every.add(call["function"]["name"], call["id"])
-            if is_view_id(call["id"]):
-                self.idless.add(call["function"]["name"], call["id"])
+
+    def _queued(self) -> tuple[_Queues, _Queues]:
+        if self.queues is None:
+            every, idless = _Queues(), _Queues()
+            for call in self.calls:
+                every.add(call["function"]["name"], call["id"])
+                if is_view_id(call["id"]):
+                    idless.add(call["function"]["name"], call["id"])
+            self.queues = every, idless
+        return self.queues
 
     def answer(self, name: str | None, idless: bool) -> str | None:
         """The view id of the call a response of ``name`` answers, taken: the first unanswered one of that name, else
         the first unanswered one (GN-7: a name a bridge made up), among those without an id when ``idless``; None when
         no call is left."""
-        queues = self.idless if idless else self.every
+        every, without_id = self._queued()
+        queues = without_id if idless else every
         for queue in (queues.by_name.get(name), queues.in_order):
             while queue:
                 key = queue.popleft()

@@ -6,6 +6,8 @@ sent it), it replaces it with a copy, and ``origin`` learns the copy so findings
 """
 
 from collections.abc import Callable
+from itertools import islice
+from operator import and_
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER
@@ -65,19 +67,13 @@ def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str
     order; a finding for each content merged says how many ``what`` (``part(s)``) it brought. The list is rebuilt
     once, and a run's parts gathered in one list: merging two at a time was quadratic in a long run."""
     contents = ctx.messages
-    previous = False
-    for content in contents:
-        current = alike(content)
-        if current and previous:
-            break
-        previous = current
-    else:
+    flags = list(map(alike, contents))
+    if not any(map(and_, flags, islice(flags, 1, None))):
         return
     out: list[Any] = []
     run: list[Any] | None = None  # the parts of the content out[-1] is, once a second one joins it
     last = False  # whether out[-1] is alike
-    for position, content in enumerate(contents):
-        current = alike(content)
+    for position, (content, current) in enumerate(zip(contents, flags, strict=True)):
         if current and last:
             if run is None:
                 run = list(out[-1]["parts"])
@@ -94,16 +90,18 @@ def split_off(ctx: Context, rule: Rule, mixed: Callable[[Any], bool], moves: Cal
     """Each content that is ``mixed`` keeps the parts that do not ``move`` (it goes when none is left) and gives the
     others, in their order, to a user content right after it; a finding for each says how many ``what`` moved."""
     contents = ctx.messages
-    if not any(map(mixed, contents)):
+    flags = list(map(mixed, contents))
+    if not any(flags):
         return
     out: list[Any] = []
-    for position, content in enumerate(contents):
-        if not mixed(content):
+    for position, (content, flag) in enumerate(zip(contents, flags, strict=True)):
+        if not flag:
             out.append(content)
             continue
-        parts = content["parts"]
-        staying = [part for part in parts if not moves(part)]
-        moving = [part for part in parts if moves(part)]
+        staying: list[Any] = []
+        moving: list[Any] = []
+        for part in content["parts"]:
+            (moving if moves(part) else staying).append(part)
         if staying:
             out.append(copy(ctx, content, parts=staying))
         out.append(made_like(ctx, content, {"role": USER, "parts": moving}))

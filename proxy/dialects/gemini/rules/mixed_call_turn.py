@@ -16,7 +16,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.gemini.parts import MODEL, function_response
+from proxy.dialects.gemini.parts import MODEL, RESPONSE, function_response
 from proxy.dialects.gemini.rules.edit import split_off
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -27,7 +27,7 @@ RULE = Rule("TM604", "mixed-call-turn", ("GN-4",))
 def is_mixed(content: Any) -> bool:
     """A model content with a response part."""
     return (type(content) is dict and content.get("role") == MODEL and type(parts := content.get("parts")) is list
-            and any(function_response(part) is not None for part in parts))
+            and any(type(part) is dict and type(part.get(RESPONSE)) is dict for part in parts))
 
 
 def apply(ctx: Context) -> None:
