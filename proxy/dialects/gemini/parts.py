@@ -55,7 +55,10 @@ def is_response_content(content: Any) -> bool:
     parts = parts_of(content)
     if not parts or content.get("role", USER) != USER:
         return False
-    return all(type(part) is dict and type(part.get(RESPONSE)) is dict for part in parts)
+    for part in parts:  # noqa: SIM110 - a loop, no generator made: rules ask this of every user content
+        if type(part) is not dict or type(part.get(RESPONSE)) is not dict:
+            return False
+    return True
 
 
 def with_parts(content: dict[str, Any], parts: list[Any]) -> dict[str, Any]:

@@ -62,12 +62,22 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
             for declaration in declarations if type(declaration) is dict and type(declaration.get("name")) is str]
 
 
-def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str) -> None:
+def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str | None = None) -> None:
     """Each run of consecutive contents that are ``alike`` becomes its first one's copy holding all their parts, in
     order; a finding for each content merged says how many ``what`` (``part(s)``) it brought. The list is rebuilt
-    once, and a run's parts gathered in one list: merging two at a time was quadratic in a long run."""
+    once, and a run's parts gathered in one list: merging two at a time was quadratic in a long run. ``role``, when
+    given, is the role (``user`` when absent) of every content that is ``alike``: only a content next to one of that
+    same role is asked (a run needs two)."""
     contents = ctx.messages
-    flags = list(map(alike, contents))
+    if role is None:
+        flags = list(map(alike, contents))
+    else:
+        roles = [content.get("role", USER) if type(content) is dict else None for content in contents]
+        pairs = [at for at, (before, this) in enumerate(zip(roles, islice(roles, 1, None), strict=False), 1)
+                 if this == role and before == role]
+        flags = [False] * len(contents)
+        for at in {at for second in pairs for at in (second - 1, second)}:
+            flags[at] = alike(contents[at])
     if not any(map(and_, flags, islice(flags, 1, None))):
         return
     out: list[Any] = []

@@ -26,8 +26,12 @@ RULE = Rule("TM604", "mixed-call-turn", ("GN-4",))
 
 def is_mixed(content: Any) -> bool:
     """A model content with a response part."""
-    return (type(content) is dict and content.get("role") == MODEL and type(parts := content.get("parts")) is list
-            and any(type(part) is dict and type(part.get(RESPONSE)) is dict for part in parts))
+    if type(content) is not dict or content.get("role") != MODEL or type(parts := content.get("parts")) is not list:
+        return False
+    for part in parts:  # noqa: SIM110 - a loop, no generator made: every model content is looked at
+        if type(part) is dict and type(part.get(RESPONSE)) is dict:
+            return True
+    return False
 
 
 def apply(ctx: Context) -> None:

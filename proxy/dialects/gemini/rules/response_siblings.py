@@ -31,7 +31,10 @@ def _mixed(content: Any) -> bool:
     """A user content with both response parts and other parts."""
     if type(content) is not dict or content.get("role", USER) != USER or type(parts := content.get("parts")) is not list:
         return False
-    responses = sum(1 for part in parts if type(part) is dict and type(part.get(RESPONSE)) is dict)
+    responses = 0
+    for part in parts:  # ``function_response``, inlined: every part of every user content is looked at
+        if type(part) is dict and type(part.get(RESPONSE)) is dict:
+            responses += 1
     return 0 < responses < len(parts)
 
 
