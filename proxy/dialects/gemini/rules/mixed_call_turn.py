@@ -35,4 +35,4 @@ def is_mixed(content: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    split_off(ctx, RULE, is_mixed, lambda part: function_response(part) is not None, "function response(s)")
+    split_off(ctx, RULE, is_mixed, lambda part: function_response(part) is not None, "function response(s)", MODEL)

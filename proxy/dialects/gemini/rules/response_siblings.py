@@ -39,4 +39,5 @@ def _mixed(content: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    split_off(ctx, RULE, _mixed, lambda part: function_response(part) is None, "part(s) beside the function responses")
+    split_off(ctx, RULE, _mixed, lambda part: function_response(part) is None, "part(s) beside the function responses",
+              USER)
