@@ -35,7 +35,8 @@ _EMPTY_TEXT_KEYS = frozenset(("text", "thought"))
 
 def is_empty(part: Any) -> bool:
     """A part that says nothing: ``{}``, or an empty text without a signature."""
-    return type(part) is dict and (not part or (part.get("text") == "" and part.keys() <= _EMPTY_TEXT_KEYS))
+    # ``"text" in part`` first: a part without text would compare None with "", Python's slow comparison path.
+    return type(part) is dict and (not part or ("text" in part and part["text"] == "" and part.keys() <= _EMPTY_TEXT_KEYS))
 
 
 #: What ``_state`` says of a content: kept as it is, holding an empty part, or without parts (missing or empty).
@@ -51,7 +52,7 @@ def _state(content: Any) -> int:
     if not parts:
         return NO_PARTS
     for part in parts:  # ``is_empty``, inlined: this looks at every part of every content
-        if type(part) is dict and (not part or (part.get("text") == "" and part.keys() <= _EMPTY_TEXT_KEYS)):
+        if type(part) is dict and (not part or ("text" in part and part["text"] == "" and part.keys() <= _EMPTY_TEXT_KEYS)):
             return EMPTY_PART
     return KEPT
 
