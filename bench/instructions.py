@@ -9,7 +9,7 @@ and imports cancel out.
     python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories, as served
     python bench/instructions.py check                  # per clean check of its valid histories, and per parse of their body
     python bench/instructions.py serve --upstream http://127.0.0.1:8080/v1 [--memory sqlite:///tmp/m.db]
-    python bench/instructions.py serve --upstream ... --api responses   # or messages, gemini; default chat
+    python bench/instructions.py serve --upstream ... --api responses   # or messages, gemini, gemini-stream; default chat
     python bench/instructions.py serve --upstream ... --repo /tmp/old   # a checkout of another commit
 
 ``serve`` runs ``python -m proxy serve`` under callgrind and sends it the bench's JSON requests of one protocol
@@ -176,6 +176,8 @@ APIS = {
     "responses": ("/v1/responses", "request_responses.json", {"authorization": "Bearer sk-bench"}),
     "messages": ("/v1/messages", "request_messages.json", {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}),
     "gemini": ("/v1beta/models/gemini-3-pro-preview:generateContent", "request_gemini.json", {"x-goog-api-key": "sk-bench"}),
+    "gemini-stream": ("/v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse", "request_gemini.json",
+                      {"x-goog-api-key": "sk-bench"}),
 }
 
 
@@ -230,7 +232,7 @@ def main() -> None:
     srv.add_argument("--upstream", required=True)
     srv.add_argument("--memory", default="memory://", help="a store URL; give each commit a file of its own")
     srv.add_argument("--requests", type=int, default=500, help="requests the second process serves beyond the first one's 50")
-    srv.add_argument("--api", choices=sorted(APIS), default="chat", help="which protocol's JSON request to send")
+    srv.add_argument("--api", choices=sorted(APIS), default="chat", help="which protocol's request to send (JSON, or gemini-stream's events)")
     child = sub.add_parser("_repair")
     child.add_argument("kind")
     child.add_argument("times", type=int)
@@ -250,7 +252,7 @@ def main() -> None:
     else:
         def count(requests: int) -> int:
             return serve_count(args.repo.resolve(), args.upstream, args.memory, requests, args.api)
-        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per {args.api} JSON request "
+        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per {args.api} request "
               f"({args.repo}, {args.memory})")
 
 
