@@ -7,8 +7,9 @@ process doing the work ``more`` times and one doing it ``fewer`` times, divided 
 and imports cancel out.
 
     python bench/instructions.py repair                 # per plan + repair of the repair bench's broken histories, as served
+    python bench/instructions.py check                  # per clean check of its valid histories, and per parse of their body
     python bench/instructions.py serve --upstream http://127.0.0.1:8080/v1 [--memory sqlite:///tmp/m.db]
-    python bench/instructions.py serve --upstream ... --api responses   # or messages, gemini; default chat
+    python bench/instructions.py serve --upstream ... --api responses   # or messages, gemini, gemini-stream; default chat
     python bench/instructions.py serve --upstream ... --repo /tmp/old   # a checkout of another commit
 
 ``serve`` runs ``python -m proxy serve`` under callgrind and sends it the bench's JSON requests of one protocol
@@ -31,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 HERE = BENCH.parent
@@ -91,6 +93,10 @@ def _repair_child(kind: str, times: int) -> None:
         if kind == "responses":
             items, remembered = rb.broken_items(2000, rng)
             dialect, body, profile = RESPONSES, {"model": "gpt-5.5", "input": items}, RESPONSES.profile("openai")
+        elif kind == "gemini":
+            from proxy.dialects import GEMINI
+            contents, remembered = rb.broken_contents(2000, rng)
+            dialect, body, profile = GEMINI, {"model": "gemini-3-pro-preview", "contents": contents}, GEMINI.profile("gemini")
         else:
             history, remembered = rb.broken_messages(2000, rng)
             dialect, profile = MESSAGES, MESSAGES.profile("anthropic")
@@ -112,6 +118,50 @@ def repair_counts(repo: Path, kinds: list[str]) -> None:
         print(f"{kind:10s} {per_unit(count, 1, 4) / 1e6:8.1f} M instructions per plan + repair")
 
 
+# --- check --------------------------------------------------------------------------------------------------
+
+def _valid(kind: str) -> tuple[Any, dict[str, Any], Any]:
+    """The dialect, the valid 2,000-entry body and the profile of bench/repair_bench.py's clean-check line of ``kind``."""
+    import repair_bench as rb
+
+    from proxy.dialects import GEMINI, MESSAGES, RESPONSES
+    rng = random.Random(7)
+    if kind == "responses":
+        return RESPONSES, {"model": "gpt-5.5", "input": rb.valid_items(2000, rng)[0]}, RESPONSES.profile("openai")
+    if kind == "messages":
+        body = {"model": "claude-sonnet-4-5", "thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096,
+                "messages": rb.valid_messages(2000, rng)[0]}
+        return MESSAGES, body, MESSAGES.profile("anthropic")
+    return GEMINI, {"model": "gemini-3-pro-preview", "contents": rb.valid_contents(2000, rng)[0]}, GEMINI.profile("gemini")
+
+
+def _check_child(kind: str, what: str, times: int) -> None:
+    """In the measured process: the clean check (``plan``) of ``kind``'s valid history, or the parse of its body
+    (``what``), ``times`` times, each as the endpoint runs it."""
+    sys.path[:0] = [str(Path.cwd()), str(Path.cwd() / "bench")]
+    import orjson
+    import repair_bench as rb
+    dialect, body, profile = _valid(kind)
+    raw = orjson.dumps(body)
+    parsed = orjson.loads(raw)
+    if dialect.plan(parsed, profile) is not None:
+        raise SystemExit(f"the valid {kind} history needs a repair")
+    once = rb.parse_as_served(raw) if what == "parse" else rb.as_served(raw, lambda: dialect.plan(parsed, profile))
+    for _ in range(times):
+        once()
+
+
+def check_counts(repo: Path, kinds: list[str]) -> None:
+    for kind in kinds:
+        found = {}
+        for what in ("check", "parse"):
+            def count(times: int, what: str = what, kind: str = kind) -> int:
+                return collected([sys.executable, str(Path(__file__).resolve()), "_check", kind, what, str(times)], repo)
+            found[what] = per_unit(count, 1, 4) / 1e6
+        print(f"{kind:10s} {found['check']:8.2f} M instructions per clean check, {found['parse']:8.2f} M per parse "
+              f"({found['check'] / found['parse']:.2f} of the parse)")
+
+
 # --- serve --------------------------------------------------------------------------------------------------
 
 def _free_port() -> int:
@@ -126,6 +176,8 @@ APIS = {
     "responses": ("/v1/responses", "request_responses.json", {"authorization": "Bearer sk-bench"}),
     "messages": ("/v1/messages", "request_messages.json", {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}),
     "gemini": ("/v1beta/models/gemini-3-pro-preview:generateContent", "request_gemini.json", {"x-goog-api-key": "sk-bench"}),
+    "gemini-stream": ("/v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse", "request_gemini.json",
+                      {"x-goog-api-key": "sk-bench"}),
 }
 
 
@@ -171,25 +223,36 @@ def main() -> None:
     sub = parser.add_subparsers(dest="mode", required=True)
     rep = sub.add_parser("repair")
     rep.add_argument("--repo", type=Path, default=HERE)
-    rep.add_argument("--kinds", default="chat,responses,messages")
+    rep.add_argument("--kinds", default="chat,responses,messages,gemini")
+    chk = sub.add_parser("check")
+    chk.add_argument("--repo", type=Path, default=HERE)
+    chk.add_argument("--kinds", default="responses,messages,gemini")
     srv = sub.add_parser("serve")
     srv.add_argument("--repo", type=Path, default=HERE)
     srv.add_argument("--upstream", required=True)
     srv.add_argument("--memory", default="memory://", help="a store URL; give each commit a file of its own")
     srv.add_argument("--requests", type=int, default=500, help="requests the second process serves beyond the first one's 50")
-    srv.add_argument("--api", choices=sorted(APIS), default="chat", help="which protocol's JSON request to send")
+    srv.add_argument("--api", choices=sorted(APIS), default="chat", help="which protocol's request to send (JSON, or gemini-stream's events)")
     child = sub.add_parser("_repair")
     child.add_argument("kind")
     child.add_argument("times", type=int)
+    checked = sub.add_parser("_check")
+    checked.add_argument("kind")
+    checked.add_argument("what", choices=("check", "parse"))
+    checked.add_argument("times", type=int)
     args = parser.parse_args()
     if args.mode == "_repair":
         _repair_child(args.kind, args.times)
+    elif args.mode == "_check":
+        _check_child(args.kind, args.what, args.times)
     elif args.mode == "repair":
         repair_counts(args.repo.resolve(), args.kinds.split(","))
+    elif args.mode == "check":
+        check_counts(args.repo.resolve(), args.kinds.split(","))
     else:
         def count(requests: int) -> int:
             return serve_count(args.repo.resolve(), args.upstream, args.memory, requests, args.api)
-        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per {args.api} JSON request "
+        print(f"{per_unit(count, 50, 50 + args.requests) / 1e6:.3f} M instructions per {args.api} request "
               f"({args.repo}, {args.memory})")
 
 

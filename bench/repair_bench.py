@@ -7,7 +7,9 @@ The same for the Responses API (``POST /v1/responses``): the clean check of a va
 (reasoning, parallel function and custom calls with server ids, outputs, messages) and the repair of a
 broken one, with what the proxy would have remembered of the answers; and for Anthropic Messages
 (``POST /v1/messages``): a valid 2,000-message history (signed thinking, text, parallel ``tool_use``,
-``tool_result`` blocks) and a broken one.
+``tool_result`` blocks) and a broken one; and for Gemini's native API (``generateContent``): a valid 2,000-content
+Gemini 3 history (thought parts, signed parallel ``functionCall`` parts with ids, ``functionResponse`` contents) and a
+broken one.
 
 Each line is measured as the endpoint runs it: on a body over ``LARGE_BODY_BYTES`` (all but the valid chat
 history) the parse runs with the cycle collector paused (``collector_paused``), the check and the repair with the
@@ -29,8 +31,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.dialects import MESSAGES, RESPONSES  # noqa: E402
+from proxy.dialects import GEMINI, MESSAGES, RESPONSES  # noqa: E402
 from proxy.dialects.dialect import Dialect  # noqa: E402
+from proxy.dialects.gemini.capture import turns_from_json as gemini_turns  # noqa: E402
 from proxy.dialects.messages.capture import turns_from_json as message_turns  # noqa: E402
 from proxy.dialects.responses.capture import turns_from_json  # noqa: E402
 from proxy.endpoint import LARGE_BODY_BYTES, collector_paused, heap_frozen  # noqa: E402
@@ -222,6 +225,7 @@ def main() -> None:
     print(f"  repair                {fix_broken:9.1f} us   ratio to parse {fix_broken / parse_broken:5.2f}  ({fix_broken / 1000:.2f} ms, target < 10 ms)")
     responses(rng, args.repeat)
     messages(rng, args.repeat)
+    gemini(rng, args.repeat)
 
 
 def responses(rng: random.Random, repeat: int) -> None:
@@ -288,10 +292,89 @@ def messages(rng: random.Random, repeat: int) -> None:
     dialect_lines(MESSAGES, "Messages history", valid, {"model": "claude-sonnet-4-5", **thinking, "messages": history}, remembered, repeat)
 
 
+def signature(rng: random.Random) -> str:
+    return "Cq" + "".join(rng.choices(string.ascii_letters + string.digits, k=rng.randint(200, 400))) + "=="
+
+
+def gemini_call(rng: random.Random) -> dict:
+    return {"functionCall": {"id": "".join(rng.choices(string.ascii_lowercase + string.digits, k=16)), "name": rng.choice(TOOLS),
+                             "args": {"q": "y" * rng.randint(5, 60), "n": rng.randint(1, 9)}}}
+
+
+def valid_contents(size: int, rng: random.Random) -> tuple[list[dict], list[dict]]:
+    """A Gemini 3 agent loop as google-genai replays it: user text, a model content (a thought summary, then 1-3
+    parallel calls with ids, the first one signed), one user content with their responses in call order, a model text
+    answer; repeated up to ``size`` contents. Also each model content with calls as the server sent it."""
+    contents: list[dict] = []
+    answers: list[dict] = []
+    while len(contents) + 4 <= size:
+        calls = [gemini_call(rng) for _ in range(rng.randint(1, 3))]
+        calls[0]["thoughtSignature"] = signature(rng)
+        answer = {"role": "model", "parts": [{"text": "Let me check. " * rng.randint(3, 30), "thought": True}, *calls]}
+        responses = [{"functionResponse": {"id": call["functionCall"]["id"], "name": call["functionCall"]["name"],
+                                           "response": {"result": "z" * rng.randint(50, 400)}}} for call in calls]
+        contents += [{"role": "user", "parts": [{"text": "Please look this up: " + "x" * rng.randint(20, 200)}]}, answer,
+                     {"role": "user", "parts": responses}, {"role": "model", "parts": [{"text": "Found: " + "w" * rng.randint(30, 300)}]}]
+        answers.append(answer)
+    contents += [{"role": "user", "parts": [{"text": f"And {n}?"}]} for n in range(size - len(contents))]
+    return contents, answers
+
+
+def broken_contents(size: int, rng: random.Random) -> tuple[list[dict], dict[str, Turn]]:
+    """A valid Gemini history broken the catalogue's ways, several times each, and what the proxy remembered. The last
+    episode is the current turn, ending with its responses: its calls come back without their signatures (GN-11),
+    which memory holds."""
+    contents, answers = valid_contents(size, rng)
+    remembered: dict[str, Turn] = {}
+
+    def remember(answer: dict) -> None:
+        for turn in gemini_turns(orjson.dumps({"candidates": [{"content": answer, "index": 0}]})):
+            remembered.update(dict.fromkeys(turn.get("ids", []), turn))
+
+    last = answers.pop()  # the current turn: its calls sent back without their signatures (GN-11), its answer not yet
+    remember(last)
+    at = contents.index(last)
+    contents[at] = {"role": "model", "parts": [{k: v for k, v in part.items() if k != "thoughtSignature"} for part in last["parts"]]}
+    del contents[at + 2:]
+    for n, answer in reversed(list(enumerate(answers))):  # back to front: insertions keep earlier positions valid
+        at = contents.index(answer)
+        responses = contents[at + 1]["parts"]
+        defect = n % 7
+        if defect == 0:  # the client dropped the model content; its responses are orphans (GN-1/GN-2); memory holds it
+            remember(answer)
+            del contents[at]
+        elif defect == 1:  # an interrupted tool: its response lost (GN-1)
+            contents[at + 1] = {"role": "user", "parts": responses[1:] or [{"text": "Never mind."}]}
+        elif defect == 2:  # each response in a content of its own (GN-1), as some SDK loops send them
+            contents[at + 1:at + 2] = [{"role": "user", "parts": [response]} for response in responses]
+        elif defect == 3:  # a response under a name a bridge made up (GN-7)
+            first = responses[0]["functionResponse"]
+            contents[at + 1] = {"role": "user", "parts": [{"functionResponse": {**first, "name": "tool"}}, *responses[1:]]}
+        elif defect == 4:  # an empty text part (GN-10)
+            contents[at + 2] = {"role": "model", "parts": [{"text": ""}, *contents[at + 2]["parts"]]}
+        elif defect == 5:  # the thought summary sent as a model content of its own before the calls (GN-3)
+            contents[at:at + 1] = [{"role": "model", "parts": answer["parts"][:1]}, {"role": "model", "parts": answer["parts"][1:]}]
+        elif defect == 6:  # the responses under the legacy role "function" (GN-5)
+            contents[at + 1] = {"role": "function", "parts": responses}
+    return contents, remembered
+
+
+def gemini(rng: random.Random, repeat: int) -> None:
+    """The Gemini lines (``generateContent`` of a Gemini 3 model): the clean check of a valid history, the repair of a
+    broken one."""
+    valid = {"model": "gemini-3-pro-preview", "contents": valid_contents(2000, rng)[0]}
+    history, remembered = broken_contents(2000, rng)
+    dialect_lines(GEMINI, "Gemini contents", valid, {"model": "gemini-3-pro-preview", "contents": history}, remembered, repeat)
+
+
+#: The profile each dialect's lines are measured with.
+PROFILES = {"responses": "openai", "messages": "anthropic", "gemini": "gemini"}
+
+
 def dialect_lines(dialect: Dialect, label: str, valid: dict, broken: dict, remembered: dict[str, Turn], repeat: int) -> None:
     """A dialect's two lines: plan (the clean check) of ``valid`` and plan + repair of ``broken`` with what the store
     would answer for the plan's ids, each against ``orjson.loads`` of the same body in the same run."""
-    profile, policy = dialect.profile("openai" if dialect is RESPONSES else "anthropic"), Policy()
+    profile, policy = dialect.profile(PROFILES[dialect.name]), Policy()
     valid_bytes = orjson.dumps(valid)
     parsed_valid = orjson.loads(valid_bytes)
     assert dialect.plan(parsed_valid, profile) is None, "the valid history must need no plan"

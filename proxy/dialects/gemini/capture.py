@@ -101,8 +101,8 @@ class _Content:
     def add(self, part: dict[str, Any]) -> bool:
         """Continue the content with a streamed ``part``; whether it took a new place (else it joined the last)."""
         last = self.parts[-1] if self.parts else None
-        if last is not None and self.pieces is not None and _joins_text(part) and "thoughtSignature" not in last \
-                and part.get("thought") == last.get("thought"):
+        if last is not None and self.pieces is not None and "thoughtSignature" not in last \
+                and part.get("thought") == last.get("thought") and _joins_text(part):
             self.pieces.append(part["text"])
             if "thoughtSignature" in part:
                 last["thoughtSignature"] = part["thoughtSignature"]
@@ -181,7 +181,7 @@ class GeminiStream(EventStreamReader):
         if self._array:
             self._split(chunk if type(chunk) is bytes else bytes(chunk))
         else:
-            super()._feed(chunk)
+            EventStreamReader._feed(self, chunk)  # not ``super()``, made anew for every chunk
 
     def _split(self, chunk: bytes) -> None:
         """Read each element of the array the chunk completes (the objects at depth 2), and the array's end."""

@@ -55,7 +55,10 @@ def is_response_content(content: Any) -> bool:
     parts = parts_of(content)
     if not parts or content.get("role", USER) != USER:
         return False
-    return all(function_response(part) is not None for part in parts)
+    for part in parts:  # noqa: SIM110 - a loop, no generator made: rules ask this of every user content
+        if type(part) is not dict or type(part.get(RESPONSE)) is not dict:
+            return False
+    return True
 
 
 def with_parts(content: dict[str, Any], parts: list[Any]) -> dict[str, Any]:
@@ -66,12 +69,12 @@ def with_parts(content: dict[str, Any], parts: list[Any]) -> dict[str, Any]:
 def current_turn(contents: list[Any]) -> int:
     """Where the current turn starts: just after the last user content that says something besides function
     responses (Gemini checks the thought signatures of the calls from there on, GN-11)."""
-    start = 0
-    for index, content in enumerate(contents):
+    for index in range(len(contents) - 1, -1, -1):  # from the end: the turn is the history's tail
+        content = contents[index]
         if type(content) is dict and content.get("role", USER) == USER and type(parts := content.get("parts")) is list and any(
                 function_response(part) is None for part in parts):
-            start = index + 1
-    return start
+            return index + 1
+    return 0
 
 
 def first_call(parts: list[Any]) -> dict[str, Any] | None:

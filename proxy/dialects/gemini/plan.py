@@ -28,7 +28,6 @@ from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
-from proxy.repair.history import Message
 from proxy.repair.profile import Profile
 
 
@@ -50,18 +49,12 @@ class GeminiPlan:
         ctx.recalled = viewed(recalled, "gemini", view_turn)
         if refused(ctx, PIPELINE.run("view", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
-        ctx.messages, ctx.recalled = write(ctx.messages, view, ctx.origin, _call_names(ctx.messages)), recalled
+        ctx.messages, ctx.recalled = write(ctx.messages, view, ctx.origin), recalled
         if refused(ctx, PIPELINE.run("written", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
             return Result(self.body, ())
         return Result({**self.body, "contents": ctx.messages}, tuple(ctx.findings))
-
-
-def _call_names(entries: list[Message]) -> dict[str, Any]:
-    """Every call's name by its id in the view, for the responses the rules made up."""
-    return {call["id"]: call["function"]["name"] for entry in entries if type(calls := entry.get("tool_calls")) is list
-            for call in calls if type(call) is dict and type(call.get("function")) is dict}
 
 
 def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER) -> GeminiPlan | None:

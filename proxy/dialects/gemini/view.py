@@ -31,7 +31,7 @@ import orjson
 
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.gemini.keys import call_key
-from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, function_response, id_of, name_of
+from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, id_of, name_of
 from proxy.repair.history import Message
 from proxy.turns import Turn
 
@@ -103,7 +103,8 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             calls: list[dict[str, Any]] = []
             pending: list[Any] = []
             for number, part in enumerate(parts):
-                if (call := function_call(part)) is not None:
+                call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
+                if type(call) is dict:
                     key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
                     declared.add(key)
                     calls.append(view_call(part, call, key, pending))
@@ -121,10 +122,12 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         run: list[Any] | None = None
         first = len(out)
         for number, part in enumerate(parts):
-            if (response := function_response(part)) is not None:
-                key = _answering(id_of(response), name_of(response), declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
+            response = part.get(RESPONSE) if type(part) is dict else None  # ``function_response``, inlined
+            if type(response) is dict:
+                name = name_of(response)
+                key = _answering(id_of(response), name, declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
                 entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
-                if (name := name_of(response)) is not None:
+                if name is not None:
                     entry["name"] = name
                 run = None
             elif run is None:
@@ -169,23 +172,32 @@ class _Queues:
 
 class _Unanswered:
     """The latest call content's calls not answered yet, by name and in order (all of them, and those without an id
-    of their own): a response without an id answers the first of its name, or the first of all."""
+    of their own): a response without an id answers the first of its name, or the first of all. The queues are made
+    for the first response that does not answer by its call's id (most answer so)."""
 
-    __slots__ = ("every", "idless", "taken")
+    __slots__ = ("calls", "queues", "taken")
 
     def __init__(self, calls: Iterable[dict[str, Any]] = ()) -> None:
-        self.every, self.idless = _Queues(), _Queues()
+        self.calls = calls
+        self.queues: tuple[_Queues, _Queues] | None = None  # (every call, those without an id of their own)
         self.taken: set[str] = set()
-        for call in calls:
-            self.every.add(call["function"]["name"], call["id"])
-            if is_view_id(call["id"]):
-                self.idless.add(call["function"]["name"], call["id"])
+
+    def _queued(self) -> tuple[_Queues, _Queues]:
+        if self.queues is None:
+            every, idless = _Queues(), _Queues()
+            for call in self.calls:
+                every.add(call["function"]["name"], call["id"])
+                if is_view_id(call["id"]):
+                    idless.add(call["function"]["name"], call["id"])
+            self.queues = every, idless
+        return self.queues
 
     def answer(self, name: str | None, idless: bool) -> str | None:
         """The view id of the call a response of ``name`` answers, taken: the first unanswered one of that name, else
         the first unanswered one (GN-7: a name a bridge made up), among those without an id when ``idless``; None when
         no call is left."""
-        queues = self.idless if idless else self.every
+        every, without_id = self._queued()
+        queues = without_id if idless else every
         for queue in (queues.by_name.get(name), queues.in_order):
             while queue:
                 key = queue.popleft()
@@ -216,29 +228,53 @@ def view_turn(turn: Turn) -> Turn:
     return {"dialect": "gemini", "tool_calls": calls, "content": None, "reasoning_content": None}
 
 
-def write(entries: Iterable[Message], view: View, origin: dict[int, int], placeholder_names: dict[str, Any]) -> list[Any]:
-    """The contents of ``entries`` (the view the rules left), in its order; copies are added to ``origin``.
-    ``placeholder_names`` maps call ids to names, for responses the rules made up."""
+class _CallNames:
+    """Every call's name by its id in the entries, for the responses the rules made up: read at the first one."""
+
+    __slots__ = ("entries", "known")
+
+    def __init__(self, entries: list[Message]) -> None:
+        self.entries = entries
+        self.known: dict[Any, Any] | None = None
+
+    def get(self, key: Any) -> Any:
+        if self.known is None:
+            self.known = {call["id"]: call["function"]["name"] for entry in self.entries
+                          if type(calls := entry.get("tool_calls")) is list
+                          for call in calls if type(call) is dict and type(call.get("function")) is dict}
+        return self.known.get(key)
+
+
+def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[Any]:
+    """The contents of ``entries`` (the view the rules left), in its order; copies are added to ``origin``. A response
+    the rules made up is named after the call of its id."""
     out: list[Any] = []
-    groups: list[tuple[int | None, bool, list[Message]]] = []  # (content position, model side, entries)
+    groups: list[tuple[int | None, bool | None, list[Message]]] = []  # (content position, model side or None: item, entries)
+    position = view.position
+    names = _CallNames(entries)
+    last_at: int | None = None
+    last_side: bool | None = None  # the last group's side; None before the first and after an item
+    group: list[Message] = []
     for entry in entries:
         role = entry.get("role")
         if role == "item":
-            groups.append((view.position[id(entry)], False, [entry]))
+            groups.append((position[id(entry)], None, [entry]))
+            last_side = None
             continue
         model = role == "assistant"
-        at = view.position.get(id(entry)) if NATIVE in entry else None
-        last = groups[-1] if groups else None
-        if last is not None and last[1] == model and last[2][0].get("role") != "item" and (
-                at == last[0] or (at is None and not model and role == "tool")):
-            last[2].append(entry)
+        at = position.get(id(entry))  # None for an entry the rules made or copied
+        if last_side is model and (at == last_at or (at is None and not model and role == "tool")):
+            group.append(entry)
         else:
-            groups.append((at, model, [entry]))
-    for at, model, group in groups:
-        if group[0].get("role") == "item":
+            group = [entry]
+            groups.append((at, model, group))
+            last_at, last_side = at, model
+    for at, side, group in groups:
+        if side is None:
             out.append(group[0][NATIVE])
             continue
-        parts = _model_parts(group) if model else _user_parts(group, placeholder_names)
+        model = side
+        parts = _model_parts(group) if model else _user_parts(group, names)
         if at is None:
             made = {"role": MODEL if model else USER, "parts": parts}
             out.append(made)
@@ -254,7 +290,7 @@ def write(entries: Iterable[Message], view: View, origin: dict[int, int], placeh
     return out
 
 
-def _user_parts(entries: list[Message], names: dict[str, Any]) -> list[Any]:
+def _user_parts(entries: list[Message], names: _CallNames) -> list[Any]:
     parts: list[Any] = []
     for entry in entries:
         if entry.get("role") == "user":
@@ -263,7 +299,7 @@ def _user_parts(entries: list[Message], names: dict[str, Any]) -> list[Any]:
         key = entry.get("tool_call_id")
         native = entry.get(NATIVE)
         if native is None:  # a response the rules made up for an unanswered call (GN-1)
-            response: dict[str, Any] = {"name": names.get(key) if type(key) is str else None, "response": {"error": entry.get("content")}}
+            response: dict[str, Any] = {"name": names.get(key), "response": {"error": entry.get("content")}}
             if not is_view_id(key):
                 response["id"] = key
             parts.append({RESPONSE: response})

@@ -31,4 +31,4 @@ def _is_model(content: Any) -> bool:
 
 
 def apply(ctx: Context) -> None:
-    merge_runs(ctx, RULE, _is_model, "part(s)")
+    merge_runs(ctx, RULE, _is_model, "part(s)", MODEL)

@@ -5,7 +5,8 @@ is still the client's own object; a rule never edits one of those in place (the 
 sent it), it replaces it with a copy, and ``origin`` learns the copy so findings keep naming the client's positions.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER
@@ -60,52 +61,70 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
             for declaration in declarations if type(declaration) is dict and type(declaration.get("name")) is str]
 
 
-def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str) -> None:
+def _roles(contents: list[Any]) -> list[Any]:
+    """Each content's role (``user`` when it has none; None for what is no content)."""
+    return [content.get("role", USER) if type(content) is dict else None for content in contents]
+
+
+def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str | None = None) -> None:
     """Each run of consecutive contents that are ``alike`` becomes its first one's copy holding all their parts, in
     order; a finding for each content merged says how many ``what`` (``part(s)``) it brought. The list is rebuilt
-    once, and a run's parts gathered in one list: merging two at a time was quadratic in a long run."""
+    once, from slices, and a run's parts gathered in one list: merging two at a time was quadratic in a long run.
+    ``role``, when given, is the role (``user`` when absent) of every content that is ``alike``: only a content next
+    to one of that same role is asked (a run needs two)."""
     contents = ctx.messages
-    previous = False
-    for content in contents:
-        current = alike(content)
-        if current and previous:
-            break
-        previous = current
+    if role is None:
+        pairs: Iterable[int] = range(1, len(contents))
+        flags: Sequence[bool] | dict[int, bool] = list(map(alike, contents))
     else:
+        roles = _roles(contents)
+        pairs = [at for at, (before, this) in enumerate(zip(roles, islice(roles, 1, None), strict=False), 1)
+                 if this == role and before == role]
+        flags = {at: alike(contents[at]) for second in pairs for at in (second - 1, second)}
+    joining = [at for at in pairs if flags[at] and flags[at - 1]]  # each content that joins the one before it
+    if not joining:
         return
     out: list[Any] = []
-    run: list[Any] | None = None  # the parts of the content out[-1] is, once a second one joins it
-    last = False  # whether out[-1] is alike
-    for position, content in enumerate(contents):
-        current = alike(content)
-        if current and last:
-            if run is None:
-                run = list(out[-1]["parts"])
-                out[-1] = copy(ctx, out[-1], parts=run)
-            run += content["parts"]
-            ctx.report(rule, content, "merged", f"{len(content['parts'])} {what} merged into the content before", position)
-            continue
-        run, last = None, current
-        out.append(content)
+    run: list[Any] = []  # the parts of the content out[-1] is
+    done = 0  # contents[:done] are in ``out``
+    for at in joining:
+        if at - 1 != done - 1:  # a new run (this one does not follow the last merged): it opens with the content before
+            out += contents[done:at - 1]
+            run = list(contents[at - 1]["parts"])
+            out.append(copy(ctx, contents[at - 1], parts=run))
+        content = contents[at]
+        run += content["parts"]
+        ctx.report(rule, content, "merged", f"{len(content['parts'])} {what} merged into the content before", at)
+        done = at + 1
+    out += contents[done:]
     contents[:] = out
 
 
-def split_off(ctx: Context, rule: Rule, mixed: Callable[[Any], bool], moves: Callable[[Any], bool], what: str) -> None:
+def split_off(ctx: Context, rule: Rule, mixed: Callable[[Any], bool], moves: Callable[[Any], bool], what: str,
+              role: str | None = None) -> None:
     """Each content that is ``mixed`` keeps the parts that do not ``move`` (it goes when none is left) and gives the
-    others, in their order, to a user content right after it; a finding for each says how many ``what`` moved."""
+    others, in their order, to a user content right after it; a finding for each says how many ``what`` moved.
+    ``role``, when given, is the role (``user`` when absent) of every content that is ``mixed``: only those are asked."""
     contents = ctx.messages
-    if not any(map(mixed, contents)):
+    if role is None:
+        found = [at for at, flag in enumerate(map(mixed, contents)) if flag]
+    else:
+        found = [at for at, this in enumerate(_roles(contents)) if this == role and mixed(contents[at])]
+    if not found:
         return
     out: list[Any] = []
-    for position, content in enumerate(contents):
-        if not mixed(content):
-            out.append(content)
-            continue
-        parts = content["parts"]
-        staying = [part for part in parts if not moves(part)]
-        moving = [part for part in parts if moves(part)]
+    done = 0
+    for at in found:
+        out += contents[done:at]
+        content = contents[at]
+        staying: list[Any] = []
+        moving: list[Any] = []
+        for part in content["parts"]:
+            (moving if moves(part) else staying).append(part)
         if staying:
             out.append(copy(ctx, content, parts=staying))
         out.append(made_like(ctx, content, {"role": USER, "parts": moving}))
-        ctx.report(rule, content, "split", f"{len(moving)} {what} moved into a user content after it", position)
+        ctx.report(rule, content, "split", f"{len(moving)} {what} moved into a user content after it", at)
+        done = at + 1
+    out += contents[done:]
     contents[:] = out

@@ -35,23 +35,37 @@ _EMPTY_TEXT_KEYS = frozenset(("text", "thought"))
 
 def is_empty(part: Any) -> bool:
     """A part that says nothing: ``{}``, or an empty text without a signature."""
-    return type(part) is dict and (not part or (part.get("text") == "" and part.keys() <= _EMPTY_TEXT_KEYS))
+    # ``"text" in part`` first: a part without text would compare None with "", Python's slow comparison path.
+    return type(part) is dict and (not part or ("text" in part and part["text"] == "" and part.keys() <= _EMPTY_TEXT_KEYS))
 
 
-def is_empty_content(content: Any) -> bool:
-    """A content whose ``parts`` is missing or an empty list."""
-    return type(content) is dict and (content.get("parts") == [] or "parts" not in content)
+#: What ``_state`` says of a content: kept as it is, holding an empty part, or without parts (missing or empty).
+KEPT, EMPTY_PART, NO_PARTS = 0, 1, 2
+
+
+def _state(content: Any) -> int:
+    if type(content) is not dict:
+        return KEPT
+    parts = content.get("parts")
+    if type(parts) is not list:
+        return KEPT if "parts" in content else NO_PARTS
+    if not parts:
+        return NO_PARTS
+    for part in parts:  # ``is_empty``, inlined: this looks at every part of every content
+        if type(part) is dict and (not part or ("text" in part and part["text"] == "" and part.keys() <= _EMPTY_TEXT_KEYS)):
+            return EMPTY_PART
+    return KEPT
 
 
 def apply(ctx: Context) -> None:
     contents = ctx.messages
-    if not any(is_empty_content(content) or (type(parts := content.get("parts")) is list and any(map(is_empty, parts)))
-               for content in contents if type(content) is dict):
+    states = list(map(_state, contents))
+    if not any(states):
         return
     kept: list[Any] = []
-    for position, content in enumerate(contents):
-        parts = content.get("parts") if type(content) is dict else None
-        if type(parts) is list and any(map(is_empty, parts)):
+    for position, (content, state) in enumerate(zip(contents, states, strict=True)):
+        if state == EMPTY_PART:
+            parts = content["parts"]
             left = [part for part in parts if not is_empty(part)]
             removed = len(parts) - len(left)
             if left:
@@ -60,7 +74,7 @@ def apply(ctx: Context) -> None:
                 continue
             ctx.report(RULE, content, "removed", f"content of {removed} empty part(s) removed", position)
             continue
-        if is_empty_content(content):
+        if state == NO_PARTS:
             ctx.report(RULE, content, "removed", "content without parts removed", position)
             continue
         kept.append(content)

@@ -16,10 +16,13 @@ Good:
     {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}]}
 """
 
+from typing import Any
+
 from proxy.dialects.gemini.parts import RESPONSE
 from proxy.dialects.gemini.view import NATIVE
 from proxy.repair.context import Context
 from proxy.repair.findings import shown
+from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM606", "response-name", ("GN-7",))
@@ -29,15 +32,17 @@ def apply(ctx: Context) -> None:
     """Over the view, once the structural rules paired every response with a call: a ``tool`` entry read from a
     response part gets its call's name under ``name`` (the view writes it into a copy of the part)."""
     names: dict[str, str] = {}
-    for entry in ctx.messages:
-        calls = entry.get("tool_calls") if entry.get("role") == "assistant" else None
-        for call in calls if type(calls) is list else ():
-            if type(call) is dict and type(name := call["function"].get("name")) is str and name:
-                names[call["id"]] = name
-    for position, entry in enumerate(ctx.messages):
-        native = entry.get(NATIVE) if entry.get("role") == "tool" else None
-        if native is None:
-            continue
+    read: list[tuple[int, Message, dict[str, Any]]] = []  # the tool entries read from a response part
+    for position, entry in enumerate(ctx.messages):  # one pass: every call's name, and the responses to judge after
+        role = entry.get("role")
+        if role == "assistant":
+            calls = entry.get("tool_calls")
+            for call in calls if type(calls) is list else ():
+                if type(call) is dict and type(name := call["function"].get("name")) is str and name:
+                    names[call["id"]] = name
+        elif role == "tool" and (native := entry.get(NATIVE)) is not None:
+            read.append((position, entry, native))
+    for position, entry, native in read:
         called = names.get(entry.get("tool_call_id"))  # type: ignore[arg-type]
         sent = native[RESPONSE].get("name")
         if called is not None and sent != called:

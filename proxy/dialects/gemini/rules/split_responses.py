@@ -16,7 +16,7 @@ Good:
     {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}, {"functionResponse": {"name": "weather", "response": {"temp": "24C"}}}]}
 """
 
-from proxy.dialects.gemini.parts import is_response_content
+from proxy.dialects.gemini.parts import USER, is_response_content
 from proxy.dialects.gemini.rules.edit import merge_runs
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -25,4 +25,4 @@ RULE = Rule("TM601", "split-function-responses", ("GN-1",))
 
 
 def apply(ctx: Context) -> None:
-    merge_runs(ctx, RULE, is_response_content, "function response(s)")
+    merge_runs(ctx, RULE, is_response_content, "function response(s)", USER)
