@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from proxy import credentials
 from proxy.errors import Render, error_response
-from proxy.transport import CertificateError, OutboundProxyError
+from proxy.transport import ORIGIN, CertificateError, OutboundProxyError, origin_of
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 HOP_BY_HOP = frozenset(
@@ -124,7 +124,8 @@ class Upstream:
         # The proxy's own client keys (TOOLMEND_API_KEYS): credentials for toolmend, never for an upstream.
         self._client_keys = frozenset(key.encode() for key in client_keys)
         self._slots = asyncio.Semaphore(max_connections)
-        self._timeouts = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
+        self._extensions = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout},
+                            ORIGIN: origin_of(self._origin)}
         self._urls: dict[tuple[bytes, bytes, bool], httpx.URL] = {}
 
     def url(self, path: bytes, query: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> httpx.URL:
@@ -186,9 +187,9 @@ class Upstream:
         if length is not None and not isinstance(content, bytes):
             headers = [*headers, (b"content-length", str(length).encode())]
         if isinstance(content, bytes) or content is None:
-            request = in_memory(method, url, headers, content, self._timeouts, self._netloc)
+            request = in_memory(method, url, headers, content, self._extensions, self._netloc)
         else:
-            request = httpx.Request(method, url, headers=headers, content=content, extensions=self._timeouts)
+            request = httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
         await self._take_slot()
         try:
             response = await self.transport.handle_async_request(request)

@@ -35,6 +35,14 @@ from proxy.transfer_coding import Decoded, listed, transfer_codings
 log = logging.getLogger("toolmend")
 
 Origin = tuple[str, str, int]
+#: The request extension holding the request's origin where its maker knows it (an ``Upstream`` of proxy/forward.py: every
+#: URL it makes has its base URL's), so that it is not worked out of the URL again on every request.
+ORIGIN = "toolmend.origin"
+
+
+def origin_of(url: httpx.URL) -> Origin:
+    """The URL's scheme, host and port (the scheme's default port when it gives none)."""
+    return (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
 
 #: Pause reading from the upstream when this much body is waiting for the client.
 READ_HIGH_WATER = 1024 * 1024
@@ -302,11 +310,10 @@ class FastTransport(httpx.AsyncBaseTransport):
         self.egress = egress or Egress()
         self._idle: dict[Origin, list[_Connection]] = {}
         self._proxies: dict[Origin, Proxy | None] = {}  # the egress's answer per origin, decided once
-        self._origins: dict[int, tuple[httpx.URL, Origin]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        origin = self._origin(request.url)
+        origin = request.extensions.get(ORIGIN) or origin_of(request.url)
         if origin not in self._proxies:
             self._proxies[origin] = self.egress.proxy_for(*origin)
         proxy = self._proxies[origin]
@@ -345,17 +352,6 @@ class FastTransport(httpx.AsyncBaseTransport):
             stream=Decoded(stream, codings) if codings else stream,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
         )
-
-    def _origin(self, url: httpx.URL) -> Origin:
-        """The URL's scheme, host and port, worked out once for each URL object seen (an ``Upstream`` makes one per
-        path and keeps it)."""
-        known = self._origins.get(id(url))
-        if known is not None and known[0] is url:  # the URL is held here, so its id cannot stand for another yet
-            return known[1]
-        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
-        if len(self._origins) < 1024:
-            self._origins[id(url)] = (url, origin)
-        return origin
 
     async def _exchange(self, connection: _Connection, head: bytes, body: Any, timeouts: dict, request: httpx.Request) -> None:
         connection._begin()
