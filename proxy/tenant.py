@@ -34,10 +34,11 @@ from proxy import credentials
 
 # The carriers of the original formula: always in it, present or not.
 ORIGINAL_FIELDS = 3
-# The carriers before the key parameters in the formula (the gateways' came after them).
-BEFORE_PARAMS = 4
 ORIGINAL_CARRIERS_IN_ORDER = credentials.CARRIERS[:ORIGINAL_FIELDS]
 ORIGINAL_CARRIERS = frozenset(ORIGINAL_CARRIERS_IN_ORDER)
+# The carriers the formula took on later, in its order; the key parameters go before the gateways' headers.
+LATER_CARRIERS = credentials.CARRIERS[ORIGINAL_FIELDS:]
+PARAMS_AMONG_LATER = len(credentials.HEADERS) - ORIGINAL_FIELDS
 # credential: every client its own memory (per upstream). upstream: every client of an upstream shares one,
 # so any client can recall any other's calls.
 TENANT_SCOPES = ("credential", "upstream")
@@ -81,15 +82,22 @@ class Tenancy:
 
 def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"", carriers: credentials.Carriers = credentials.BUILT_IN) -> bytes:
     found = credentials.in_headers(headers, carriers.names)
-    if not query and found.keys() <= ORIGINAL_CARRIERS:  # most clients: the original formula's fields, nothing after them
-        return b"\x1f".join([found.get(name, b"") for name in ORIGINAL_CARRIERS_IN_ORDER])
-    fields = [found.get(name, b"") for name in credentials.CARRIERS]
-    fields.insert(BEFORE_PARAMS, b"&".join(credentials.in_query(query)))
+    fields = [found.get(name, b"") for name in ORIGINAL_CARRIERS_IN_ORDER]
+    if query or not found.keys() <= ORIGINAL_CARRIERS:  # else every field after the original ones is absent
+        fields += _later_fields(found, query, carriers)
+    return b"\x1f".join(fields)
+
+
+def _later_fields(found: dict[bytes, bytes], query: bytes, carriers: credentials.Carriers) -> list[bytes]:
+    """The formula's fields after the original three: the later carriers' up to the last one present (all of them
+    when the client sent a named header), then the named headers."""
+    later = [found.get(name, b"") for name in LATER_CARRIERS]
+    later.insert(PARAMS_AMONG_LATER, b"&".join(credentials.in_query(query)))
     named = [name + b":" + found[name] for name in carriers.named if found.get(name)]
     if not named:
-        while len(fields) > ORIGINAL_FIELDS and not fields[-1]:
-            fields.pop()
-    return b"\x1f".join(fields + named)
+        while later and not later[-1]:
+            later.pop()
+    return later + named
 
 
 def tenant_id(credential_value: bytes, upstream: str) -> str:

@@ -21,6 +21,8 @@ from proxy.turns import Turn
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 BOM = b"\xef\xbb\xbf"
+#: The last byte of a chunk whose last line is complete.
+LINE_ENDS = b"\r\n"
 
 
 class EventStreamReader:
@@ -103,16 +105,14 @@ class EventStreamReader:
                 chunk = chunk[1:]
                 if not chunk:
                     return
-        if chunk.find(b"\r") != -1:  # not ``in``: bytes' ``in`` first tries the operand as an int, and raises inside
-            # A lone ``\r`` is a line end too; a trailing one is treated as complete now, and the
-            # ``\n`` that may follow in the next chunk is swallowed.
-            self._skip_lf = chunk[-1] == 0x0D
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if chunk.find(b"\n") == -1:
-            self._tail.append(chunk)
+        # SSE's line ends are bytes' universal newlines (``\n``, ``\r\n``, ``\r``), split in one pass. A trailing
+        # ``\r`` ends its line now, and a ``\n`` opening the next chunk is swallowed.
+        self._skip_lf = chunk[-1] == 0x0D
+        lines = chunk.splitlines()
+        rest = b"" if chunk[-1] in LINE_ENDS else lines.pop()  # a last line the next chunk goes on with
+        if not lines:
+            self._tail.append(rest)
             return
-        lines = chunk.split(b"\n")
-        rest = lines.pop()
         if self._tail:
             self._tail.append(lines[0])
             lines[0] = b"".join(self._tail)

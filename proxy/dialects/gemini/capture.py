@@ -55,12 +55,12 @@ def _contents(answer: Any) -> list[tuple[int, list[Any]]]:
     if type(candidates) is not list:
         return []
     found = []
-    for position, candidate in enumerate(candidates[:MAX_TURNS]):
+    for position, candidate in enumerate(candidates if len(candidates) <= MAX_TURNS else candidates[:MAX_TURNS]):
         content = candidate.get("content") if type(candidate) is dict else None
-        if type(content) is not dict or content.get("role", "model") != "model" or type(content.get("parts")) is not list:
+        if type(content) is not dict or type(parts := content.get("parts")) is not list or content.get("role", "model") != "model":
             continue
         index = candidate.get("index")
-        found.append((index if type(index) is int else position, content["parts"]))
+        found.append((index if type(index) is int else position, parts))
     return found
 
 
@@ -100,18 +100,19 @@ class _Content:
 
     def add(self, part: dict[str, Any]) -> bool:
         """Continue the content with a streamed ``part``; whether it took a new place (else it joined the last)."""
-        last = self.parts[-1] if self.parts else None
-        if last is not None and self.pieces is not None and "thoughtSignature" not in last \
-                and part.get("thought") == last.get("thought") and _joins_text(part):
-            self.pieces.append(part["text"])
-            if "thoughtSignature" in part:
-                last["thoughtSignature"] = part["thoughtSignature"]
-            return False
-        if last is not None and "functionCall" in part and not _call_name(part) and _call_name(last):
-            self._rest_of_call(last, part)
+        parts, pieces = self.parts, self.pieces
+        if pieces is not None:  # the last part is text that a delta may join
+            last = parts[-1]
+            if "thoughtSignature" not in last and part.get("thought") == last.get("thought") and _joins_text(part):
+                pieces.append(part["text"])
+                if "thoughtSignature" in part:
+                    last["thoughtSignature"] = part["thoughtSignature"]
+                return False
+        elif parts and "functionCall" in part and not _call_name(part) and _call_name(parts[-1]):
+            self._rest_of_call(parts[-1], part)
             return False
         self._close_text()
-        self.parts.append(dict(part))
+        parts.append(dict(part))
         if _joins_text(part):
             self.pieces = [part["text"]]
         return True
