@@ -53,12 +53,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    """Collecting imports the client libraries (openai, anthropic, openai-agents, google-genai: hundreds of thousands
-    of objects, most of them pydantic models) into every worker, and the collector's full passes walk all of them
-    again each time the heap has grown by a quarter; after collecting they are walked by every full pass a test
-    triggers. Garbage of an import is freed by its reference count, so the collector waits until collection is
-    done, then leaves what is alive by then out of its passes (``gc.freeze``). What a test allocates is collected
-    as before."""
+    """Collecting imports the client libraries into every worker (hundreds of thousands of objects, most of them
+    pydantic models), and each of the collector's full passes walks them all: during collection each time the heap
+    has grown by a quarter, after it each time a test triggers one. Garbage of an import is freed by its reference
+    count, so the collector waits until collection is done, then leaves what is alive by then out of its passes
+    (``gc.freeze``) until a large repair's own freeze ends (proxy/endpoint.py's ``heap_frozen`` thaws the whole heap).
+    What a test allocates is collected as before."""
     gc.disable()
     try:
         return (yield)
