@@ -12,7 +12,8 @@ Hypothesis runs the ``ci`` profile unless ``TOOLMEND_HYPOTHESIS=campaign`` asks 
   Pin what a campaign finds as an ``@example`` next to the property, so CI runs it from then on.
 """
 
-from collections.abc import Iterator
+import gc
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,22 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path == TESTS / "system" and config.option.markexpr.strip() == INNER_LOOP:
         return True
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collecting imports the client libraries into every worker (hundreds of thousands of objects, most of them
+    pydantic models), and each of the collector's full passes walks them all: during collection each time the heap
+    has grown by a quarter, after it each time a test triggers one. Garbage of an import is freed by its reference
+    count, so the collector waits until collection is done, then leaves what is alive by then out of its passes
+    (``gc.freeze``) until a large repair's own freeze ends (proxy/endpoint.py's ``heap_frozen`` thaws the whole heap).
+    What a test allocates is collected as before."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks

@@ -16,6 +16,7 @@ with Google's texts), all on loopback, the client's base URL toolmend's address 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterator
@@ -24,22 +25,33 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types
 
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.routes import RouteSpec
 from tests.support.client_tls import TLS
 from tests.support.gemini_upstream import GeminiRecorder, decoded, make_gemini_upstream
+from tests.support.lazy import lazy
 from tests.support.strict_upstream import serve
 
+genai = lazy("google.genai")
+
 MODELS = ("gemini-2.5-flash", "gemini-3-pro-preview")
-WEATHER = types.Tool(function_declarations=[types.FunctionDeclaration(
-    name="get_weather", description="The weather in a city.",
-    parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}})])
-CONFIG = types.GenerateContentConfig(tools=[WEATHER], automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+
+
+# The tool the agent loop declares, and its config: made on first use, as google-genai is imported then.
+@functools.cache
+def weather() -> genai.types.Tool:
+    return genai.types.Tool(function_declarations=[genai.types.FunctionDeclaration(
+        name="get_weather", description="The weather in a city.",
+        parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}})])
+
+
+@functools.cache
+def config() -> genai.types.GenerateContentConfig:
+    return genai.types.GenerateContentConfig(tools=[weather()], automatic_function_calling=genai.types.AutomaticFunctionCallingConfig(disable=True))
+
+
 #: How the agent loop keeps its history: as the API asks, or broken as clients are seen to break it.
 MODES = ("clean", "drop", "split", "strip")
 
@@ -66,42 +78,42 @@ def proxy(gemini: tuple[str, GeminiRecorder]) -> Iterator[str]:
 
 def client(base_url: str, sent: list[bytes] | None = None, api_version: str = "v1beta", key: str = "key-one") -> genai.Client:
     hooks = {"request": [lambda request: sent.append(request.read())]} if sent is not None else {}
-    options = types.HttpOptions(base_url=base_url, api_version=api_version, httpx_client=httpx.Client(event_hooks=hooks, verify=TLS),
+    options = genai.types.HttpOptions(base_url=base_url, api_version=api_version, httpx_client=httpx.Client(event_hooks=hooks, verify=TLS),
                                 async_client_args={"verify": TLS})
     return genai.Client(api_key=key, http_options=options)
 
 
-def ask(model_client: genai.Client, model: str, history: list[types.Content], stream: bool) -> types.Content:
+def ask(model_client: genai.Client, model: str, history: list[genai.types.Content], stream: bool) -> genai.types.Content:
     """The model content of one answer; a streamed one as a client keeps it: every part of every chunk, in order."""
     if not stream:
-        answer = model_client.models.generate_content(model=model, contents=history, config=CONFIG)
+        answer = model_client.models.generate_content(model=model, contents=history, config=config())
         content = answer.candidates[0].content
         assert content is not None
         return content
-    parts = [part for chunk in model_client.models.generate_content_stream(model=model, contents=history, config=CONFIG)
+    parts = [part for chunk in model_client.models.generate_content_stream(model=model, contents=history, config=config())
              for part in (chunk.candidates[0].content.parts or ())]
-    return types.Content(role="model", parts=parts)
+    return genai.types.Content(role="model", parts=parts)
 
 
 def agent_loop(model_client: genai.Client, model: str, mode: str, stream: bool, turns: int = 2) -> None:
     """Asks for the weather ``turns`` times, answering every call, keeping its history as ``mode`` says."""
-    history: list[types.Content] = []
+    history: list[genai.types.Content] = []
     for turn in range(turns):
-        history.append(types.Content(role="user", parts=[types.Part(text=f"Weather, round {turn}?")]))
+        history.append(genai.types.Content(role="user", parts=[genai.types.Part(text=f"Weather, round {turn}?")]))
         called = ask(model_client, model, history, stream)
         calls = [part.function_call for part in called.parts or () if part.function_call]
         assert calls, called
         if mode == "strip":
-            history.append(types.Content(role="model", parts=[part.model_copy(update={"thought_signature": None})
+            history.append(genai.types.Content(role="model", parts=[part.model_copy(update={"thought_signature": None})
                                                               for part in called.parts or ()]))
         elif mode != "drop":
             history.append(called)
-        responses = [types.Part(function_response=types.FunctionResponse(id=call.id, name=call.name, response={"temperature": 18}))
+        responses = [genai.types.Part(function_response=genai.types.FunctionResponse(id=call.id, name=call.name, response={"temperature": 18}))
                      for call in calls]
         if mode == "split":
-            history.extend(types.Content(role="user", parts=[response]) for response in responses)
+            history.extend(genai.types.Content(role="user", parts=[response]) for response in responses)
         else:
-            history.append(types.Content(role="user", parts=responses))
+            history.append(genai.types.Content(role="user", parts=responses))
         history.append(ask(model_client, model, history, stream))
 
 
@@ -152,7 +164,7 @@ def test_the_json_array_stream_goes_out_as_it_arrives_and_is_remembered(proxy, g
     started: list[bytes] = []
     with serve(app) as url, serve(create_app(Settings(upstream=url, memory="memory://"))) as toolmend:
         recorder.hold = release
-        body = {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}], "tools": [WEATHER.model_dump(exclude_none=True, by_alias=True)]}
+        body = {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}], "tools": [weather().model_dump(exclude_none=True, by_alias=True)]}
         path = "/v1beta/models/gemini-3-pro-preview:streamGenerateContent"
         with httpx.stream("POST", toolmend + path, json=body, headers={"x-goog-api-key": "k"}, timeout=30, verify=TLS) as answer:
             chunks = answer.iter_raw()
@@ -173,8 +185,8 @@ def test_the_json_array_stream_goes_out_as_it_arrives_and_is_remembered(proxy, g
 
 
 def test_vertex_paths_and_a_route_prefix_are_served(proxy, recorder):
-    express = genai.Client(vertexai=True, api_key="vertex-key", http_options=types.HttpOptions(base_url=proxy + "/google"))
-    answer = express.models.generate_content(model="gemini-2.5-flash", contents="Weather?", config=CONFIG)
+    express = genai.Client(vertexai=True, api_key="vertex-key", http_options=genai.types.HttpOptions(base_url=proxy + "/google"))
+    answer = express.models.generate_content(model="gemini-2.5-flash", contents="Weather?", config=config())
     assert answer.function_calls
     assert recorder.requests[-1].path == "/v1beta1/publishers/google/models/gemini-2.5-flash:generateContent"
     answer = httpx.post(proxy + "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
@@ -208,7 +220,7 @@ def test_toolmends_own_errors_are_in_googles_envelope(proxy, recorder):
     assert escaped.status_code == 400 and escaped.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert recorder.requests == []
     # The SDK reads it as it reads Google's own.
-    with pytest.raises(genai_errors.ClientError) as refused:
+    with pytest.raises(genai.errors.ClientError) as refused:
         client(proxy, api_version="v1beta/models/%2e%2e").models.generate_content(model="gemini-2.5-flash", contents="hi")
     assert (refused.value.code, refused.value.status) == (400, "INVALID_ARGUMENT")
 

@@ -26,7 +26,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import anthropic
 import httpx
 import orjson
 import pytest
@@ -37,6 +36,7 @@ from proxy.dialects.messages.blocks import is_thinking
 from proxy.repair import DEFAULT_PLACEHOLDER
 from proxy.routes import RouteSpec
 from tests.support.client_tls import TLS
+from tests.support.lazy import lazy
 from tests.support.messages_agent import (
     MODES,
     Carrier,
@@ -57,6 +57,8 @@ from tests.support.messages_validator import Profile as ServerProfile
 from tests.support.processes import free_port
 from tests.support.served import proxy_fixture, served_fixtures
 from tests.support.strict_upstream import serve
+
+anthropic = lazy("anthropic")
 
 #: The radius's bound is a float the SDK writes as ``1e-07`` and orjson as ``1e-7``: a body toolmend parsed and encoded
 #: again is never the client's bytes, so every byte-for-byte check below can fail.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import anthropic
 import pytest
 
 from proxy.app import create_app
@@ -20,11 +19,14 @@ from proxy.config import Settings
 from proxy.dialects.chat.plan import plan, repair
 from proxy.dialects.messages import MESSAGES
 from proxy.repair import Policy
+from tests.support.lazy import lazy
 from tests.support.messages_agent import Wire
 from tests.support.messages_upstream import make_messages_upstream
 from tests.support.messages_validator import ServerState, violations
 from tests.support.provider_validators import provider_violations
 from tests.support.strict_upstream import serve
+
+anthropic = lazy("anthropic")
 
 #: What Claude Code sends: its system prompt as cached text blocks, the user's message, then harness context as a system
 #: message, and a directive that carries only ``output_config``.

@@ -20,28 +20,29 @@ strict scripted reasoning-model upstream (``tests/support/responses_upstream.py`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+import functools
+import importlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
 import orjson
 import pytest
-from agents import Agent, RunConfig, Runner, function_tool, handoff
-from agents.extensions.handoff_filters import remove_all_tools
 from openai.types.responses import EasyInputMessageParam, Response
 
 from proxy.app import create_app
 from proxy.config import Settings
 from proxy.repair import DEFAULT_PLACEHOLDER
 from tests.support.client_tls import TLS
+from tests.support.lazy import lazy
 from tests.support.responses_agent import (
     MODES,
-    ForgetfulSession,
     Mode,
     Wire,
     arrived_as_emitted,
     ask,
+    forgetful_session,
     keep_only_outputs,
     outputs_for,
     run_config,
@@ -50,6 +51,11 @@ from tests.support.responses_agent import (
 from tests.support.responses_upstream import PREAMBLE_HEADER, ResponsesRecorder, make_responses_upstream
 from tests.support.served import proxy_fixture, served_fixtures
 from tests.support.strict_upstream import PARALLEL_HEADER, serve
+
+if TYPE_CHECKING:
+    from agents import Agent, RunConfig
+
+agents = lazy("agents")
 
 MODEL = "gpt-5.5"
 TOOLS: list[Any] = [
@@ -391,30 +397,33 @@ def test_a_codex_session_resumed_under_another_key_pays_one_refused_round_trip(w
 # --------------------------------------------------------------------------------------------------
 
 
-@function_tool
 def weather(city: str) -> str:
     """Weather for a city."""
     return f"sunny in {city}"
 
 
-@function_tool
 def local_time(city: str) -> str:
     """Local time in a city."""
     return f"12:00 in {city}"
 
 
-@function_tool(needs_approval=True)
 def delete_file(path: str) -> str:
     """Delete a file (asks the user first)."""
     return f"deleted {path}"
 
 
+@functools.cache
+def tool(function: Callable[[str], str], needs_approval: bool = False) -> Any:
+    """``function`` as the Agents SDK's function tool, made on first use: the SDK is imported then."""
+    return agents.function_tool(function, needs_approval=needs_approval)
+
+
 async def test_agents_sdk_multi_turn_run_with_function_tools_goes_through_untouched(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
     config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-clean"))
-    agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)
-    first = await Runner.run(agent, "Weather and time in Paris?", run_config=config)
+    agent = agents.Agent(name="assistant", instructions="Be terse.", tools=[tool(weather), tool(local_time)], model=MODEL)
+    first = await agents.Runner.run(agent, "Weather and time in Paris?", run_config=config)
     assert first.final_output == "Received 2 tool outputs."
-    second = await Runner.run(agent, [*first.to_input_list(), EasyInputMessageParam(role="user", content="And in Tokyo?")], run_config=config)
+    second = await agents.Runner.run(agent, [*first.to_input_list(), EasyInputMessageParam(role="user", content="And in Tokyo?")], run_config=config)
     assert second.final_output == "Received 2 tool outputs."
     assert rec.rejections == [] and len(rec.requests) == 4
     assert_untouched(async_wire, rec)
@@ -423,10 +432,10 @@ async def test_agents_sdk_multi_turn_run_with_function_tools_goes_through_untouc
 
 async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
     config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-session"))
-    agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)
-    session = ForgetfulSession("forgets-calls", forgets={"function_call"})
+    agent = agents.Agent(name="assistant", instructions="Be terse.", tools=[tool(weather), tool(local_time)], model=MODEL)
+    session = forgetful_session("forgets-calls", forgets={"function_call"})
     for question in ("Weather and time in Paris?", "And in Tokyo?", "And in Lima?"):
-        result = await Runner.run(agent, question, session=session, run_config=config)
+        result = await agents.Runner.run(agent, question, session=session, run_config=config)
         assert result.final_output == "Received 2 tool outputs."
     assert rec.rejections == [] and len(rec.requests) == 6
     # Each run's first request reads the session: the calls of every earlier run come back from memory, and the
@@ -441,24 +450,25 @@ async def test_agents_sdk_session_that_forgets_calls_is_repaired_from_memory(pro
 
 async def test_agents_sdk_session_that_forgets_calls_and_reasoning(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
     config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-session-rs"))
-    agent = Agent(name="assistant", instructions="Be terse.", tools=[weather, local_time], model=MODEL)
-    session = ForgetfulSession("forgets-calls-and-reasoning", forgets={"function_call", "reasoning"})
+    agent = agents.Agent(name="assistant", instructions="Be terse.", tools=[tool(weather), tool(local_time)], model=MODEL)
+    session = forgetful_session("forgets-calls-and-reasoning", forgets={"function_call", "reasoning"})
     for question in ("Weather and time in Paris?", "And in Tokyo?"):
-        result = await Runner.run(agent, question, session=session, run_config=config)
+        result = await agents.Runner.run(agent, question, session=session, run_config=config)
         assert result.final_output == "Received 2 tool outputs."
     assert rec.rejections == []
 
 
 def _handoff_rig(wire: Wire, proxy: str, key: str, input_filter: Any) -> tuple[Agent, RunConfig]:
-    specialist = Agent(name="specialist", instructions="Answer from what you were handed.", model=MODEL)
-    triage = Agent(name="triage", instructions="Check the weather, then hand off.", tools=[weather], model=MODEL,
-                   handoffs=[handoff(specialist, input_filter=input_filter)])
+    specialist = agents.Agent(name="specialist", instructions="Answer from what you were handed.", model=MODEL)
+    triage = agents.Agent(name="triage", instructions="Check the weather, then hand off.", tools=[tool(weather)], model=MODEL,
+                          handoffs=[agents.handoff(specialist, input_filter=input_filter)])
     return triage, run_config(wire.async_client(proxy + "/v1", key))
 
 
 async def test_agents_sdk_handoff_with_remove_all_tools_needs_nothing(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
+    remove_all_tools = importlib.import_module("agents.extensions.handoff_filters").remove_all_tools
     triage, config = _handoff_rig(async_wire, proxy, "sk-handoff-sdk-filter", remove_all_tools)
-    result = await Runner.run(triage, "Weather in Paris, then the specialist", run_config=config)
+    result = await agents.Runner.run(triage, "Weather in Paris, then the specialist", run_config=config)
     assert (result.last_agent.name, result.final_output) == ("specialist", "Hello from the responses upstream.")
     assert [item.get("type", "message") for item in rec.last.json["input"]] == ["message"]  # only the user's question
     assert rec.rejections == []
@@ -473,7 +483,7 @@ def _filter_id(input_filter: Any) -> str:
 async def test_agents_sdk_handoff_whose_filter_removes_tool_items(proxy: str, rec: ResponsesRecorder, async_wire: Wire,
                                                                   input_filter: Any) -> None:
     triage, config = _handoff_rig(async_wire, proxy, f"sk-handoff-{input_filter.__name__}", input_filter)
-    result = await Runner.run(triage, "Weather in Paris, then the specialist", run_config=config)
+    result = await agents.Runner.run(triage, "Weather in Paris, then the specialist", run_config=config)
     # The scripted model calls weather and transfer_to_specialist in parallel; the specialist sees both outputs.
     assert (result.last_agent.name, result.final_output) == ("specialist", "Received 2 tool outputs.")
     assert rec.rejections == [] and len(rec.requests) == 2
@@ -490,19 +500,19 @@ async def test_agents_sdk_handoff_whose_filter_removes_tool_items(proxy: str, re
 
 async def test_agents_sdk_abandoned_tool_approval_gets_a_placeholder(proxy: str, rec: ResponsesRecorder, async_wire: Wire) -> None:
     config = run_config(async_wire.async_client(proxy + "/v1", "sk-agents-approval"))
-    agent = Agent(name="janitor", instructions="Clean up.", tools=[weather, delete_file], model=MODEL)
-    paused = await Runner.run(agent, "Delete old.log and check the weather", run_config=config)
+    agent = agents.Agent(name="janitor", instructions="Clean up.", tools=[tool(weather), tool(delete_file, needs_approval=True)], model=MODEL)
+    paused = await agents.Runner.run(agent, "Delete old.log and check the weather", run_config=config)
     [pending] = paused.interruptions  # weather ran; delete_file waits for an approval that never comes
     abandoned = pending.call_id
     # The user moves on: a new run from the history as it stands, the pending call unanswered (RS-1).
-    moved_on = await Runner.run(agent, [*paused.to_input_list(), EasyInputMessageParam(role="user", content="Never mind, just the weather")], run_config=config)
+    moved_on = await agents.Runner.run(agent, [*paused.to_input_list(), EasyInputMessageParam(role="user", content="Never mind, just the weather")], run_config=config)
     assert async_wire.last.headers["x-toolmend-repairs"] == "TM104=1"
     assert {"type": "function_call_output", "call_id": abandoned, "output": DEFAULT_PLACEHOLDER} in rec.last.json["input"]
     # This time the user approves, and the run completes.
     state = moved_on.to_state()
     for interruption in moved_on.interruptions:
         state.approve(interruption)
-    done = await Runner.run(agent, state, run_config=config)
+    done = await agents.Runner.run(agent, state, run_config=config)
     assert done.final_output == "Received 2 tool outputs."
     assert rec.rejections == [] and len(rec.requests) == 3
 

@@ -21,15 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import anthropic
 import orjson
-from anthropic.types import Message
 
 from proxy.dialects.messages.blocks import is_thinking, is_tool_use
 from tests.support.client_tls import TLS
+from tests.support.lazy import lazy
 from tests.support.strict_upstream import Received
+
+if TYPE_CHECKING:
+    from anthropic.types import Message
+
+anthropic = lazy("anthropic")
 
 __all__ = ["MODES", "Carrier", "Exchange", "Mode", "Wire", "arrived_as_emitted", "ask", "assistant_contents", "encoded_as_emitted", "kept",
            "results_for", "text_of", "text_only", "tool_uses"]
@@ -128,7 +132,7 @@ def _assembled(events: Iterable[Any]) -> Message:
             stops += 1
     assert message is not None and stops == 1, "the stream did not run from one message_start to one message_stop"
     message["content"] = [blocks[index] for index in sorted(blocks)]
-    return Message.model_validate(message)
+    return anthropic.types.Message.model_validate(message)
 
 
 def kept(message: Message) -> list[dict[str, Any]]:

@@ -8,27 +8,32 @@
 * :func:`outputs_for` is what a client sends back for the calls of a response; :func:`arrived_as_emitted`
   checks that items an upstream emitted came back to it unchanged, by value and by their exact bytes.
 * For the Agents SDK: :func:`run_config` (its default Responses model, on a given client),
-  :class:`ForgetfulSession` (a session store that does not keep some item types) and the handoff input
+  :func:`forgetful_session` (a session store that does not keep some item types) and the handoff input
   filters :func:`keep_only_outputs` and :func:`without_reasoning` (what filters written by hand remove).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import openai
 import orjson
-from agents import RunConfig, SQLiteSession
-from agents.handoffs import HandoffInputData
-from agents.items import HandoffCallItem, ReasoningItem, RunItem, ToolCallItem
-from agents.models.openai_provider import OpenAIProvider
 from openai.types.responses import Response
 
 from proxy.dialects.responses.items import call_id_of, is_call, output_type_for
 from tests.support.client_tls import TLS
+from tests.support.lazy import lazy
 from tests.support.strict_upstream import Received
+
+if TYPE_CHECKING:
+    from agents import RunConfig, SQLiteSession
+    from agents.handoffs import HandoffInputData
+    from agents.items import RunItem
+
+agents = lazy("agents")
 
 __all__ = ["MODES", "Exchange", "ForgetfulSession", "Mode", "Wire", "arrived_as_emitted", "ask", "keep_only_outputs",
            "outputs_for", "run_config", "without_reasoning"]
@@ -121,19 +126,28 @@ def arrived_as_emitted(received: Received, emitted: Iterable[list[dict[str, Any]
 
 def run_config(client: openai.AsyncOpenAI) -> RunConfig:
     """The Agents SDK's default model provider (its Responses model) on ``client``, tracing off (nothing leaves loopback)."""
-    return RunConfig(model_provider=OpenAIProvider(openai_client=client, use_responses=True), tracing_disabled=True)
+    return agents.RunConfig(model_provider=agents.OpenAIProvider(openai_client=client, use_responses=True), tracing_disabled=True)
 
 
-class ForgetfulSession(SQLiteSession):
+def forgetful_session(session_id: str, forgets: Iterable[str]) -> SQLiteSession:
     """An in-memory session store that does not keep items of the ``forgets`` types, as session stores that
     persist only "conversation" items do; the run itself is unaffected, its next run reads the gaps."""
+    return _forgetful_session_type()(session_id, frozenset(forgets))
 
-    def __init__(self, session_id: str, forgets: Iterable[str]) -> None:
-        super().__init__(session_id)
-        self.forgets = frozenset(forgets)
 
-    async def add_items(self, items: list[Any]) -> None:
-        await super().add_items([item for item in items if not (isinstance(item, dict) and item.get("type") in self.forgets)])
+@functools.cache
+def _forgetful_session_type() -> type[SQLiteSession]:
+    """The class of :func:`forgetful_session`, made on first use: the Agents SDK is imported then."""
+
+    class ForgetfulSession(agents.SQLiteSession):
+        def __init__(self, session_id: str, forgets: frozenset[str]) -> None:
+            super().__init__(session_id)
+            self.forgets = forgets
+
+        async def add_items(self, items: list[Any]) -> None:
+            await super().add_items([item for item in items if not (isinstance(item, dict) and item.get("type") in self.forgets)])
+
+    return ForgetfulSession
 
 
 def _filtered(data: HandoffInputData, drop: tuple[type[RunItem], ...]) -> HandoffInputData:
@@ -146,9 +160,9 @@ def _filtered(data: HandoffInputData, drop: tuple[type[RunItem], ...]) -> Handof
 
 def keep_only_outputs(data: HandoffInputData) -> HandoffInputData:
     """A handoff input filter that removes the tool *calls* (handoff call included) and reasoning, keeping the outputs."""
-    return _filtered(data, (ToolCallItem, HandoffCallItem, ReasoningItem))
+    return _filtered(data, (agents.items.ToolCallItem, agents.items.HandoffCallItem, agents.items.ReasoningItem))
 
 
 def without_reasoning(data: HandoffInputData) -> HandoffInputData:
     """A handoff input filter that removes the reasoning items only: the next agent gets stored calls without them (RS-4)."""
-    return _filtered(data, (ReasoningItem,))
+    return _filtered(data, (agents.items.ReasoningItem,))

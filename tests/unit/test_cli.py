@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from proxy import cli
 from proxy.cli import main
 from tests.support.gemini_validator import check as server_check
 
@@ -175,18 +176,35 @@ def run_toolmend(*args: str, env: dict[str, str] | None = None, stdin: str = "")
                           input=stdin, capture_output=True, text=True, timeout=20)
 
 
+def never_serve(settings):
+    raise AssertionError(f"a bad setting was taken: serving with {settings}")
+
+
 @pytest.mark.parametrize(("args", "env", "named"), [
     (["--port", "abc"], {}, "--port"),
     (["--upstream", "ftp://x/v1"], {}, "--upstream"),
     ([], {"TOOLMEND_WORKERS": "0"}, "--workers"),
     ([], {"TOOLMEND_UPSTREAM_API_KEY": "sk-up"}, "TOOLMEND_API_KEYS"),
 ])
-def test_serve_with_a_bad_setting_exits_2_with_one_line(args, env, named):
-    result = run_toolmend("serve", *args, env=env)
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("toolmend: ")
-    assert named in result.stderr
+def test_serve_with_a_bad_setting_exits_2_with_one_line(args, env, named, monkeypatch, capfd):
+    """In-process, what is written to the process's own stdout and stderr included (``capfd``); the exit status of
+    the real process is the next test's."""
+    for name in [name for name in os.environ if name.startswith("TOOLMEND_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(cli, "serve_forever", never_serve)
+    assert main(["serve", *args]) == 2
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("toolmend: ")
+    assert named in err
+
+
+def test_serve_with_a_bad_setting_exits_2_through_the_real_entry_point():
+    result = run_toolmend("serve", "--port", "abc")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("toolmend: ") and "--port" in result.stderr
 
 
 def test_check_exit_codes_through_the_real_entry_point():

@@ -21,6 +21,13 @@ from tests.support.proxy_fixtures import AUTH, UPSTREAM, completion, orphan_hist
 PATH = "/v1/chat/completions"
 
 
+@pytest.fixture(autouse=True)
+def thawed_heap() -> None:
+    """The heap as a server's is, with nothing frozen: tests/conftest.py freezes what collection imported, and these
+    tests look at the freeze a repair makes and undoes."""
+    gc.unfreeze()
+
+
 def large_broken_body() -> bytes:
     """An orphan result (so it needs repair) and enough history to be past the off-loop threshold."""
     padding = [{"role": "user", "content": "x" * 1000} for _ in range(endpoint.LARGE_BODY_BYTES // 1000 + 1)]
