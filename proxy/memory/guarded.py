@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 from proxy.memory.backoff import Backoff
+from proxy.memory.inprocess import InProcessStore
 from proxy.memory.protocol import RECALL_BATCH, Store
 from proxy.turns import Turn
 
@@ -56,6 +57,11 @@ class GuardedStore:
         self._report = report or (lambda backend, up: None)
         self._report(self.backend, True)
         self._counted = counted or (lambda backend, result, ids: None)
+        for result in ("hit", "miss"):  # both series exist from the start: a recall then counts only what it found or missed
+            self._counted(self.backend, result, 0)
+        # The in-process store itself (a subclass may wait) never waits: each of its operations is done at its first
+        # step, before any timeout could fire, so it is called without one (a timer per operation spared).
+        self._at_once = type(store) is InProcessStore
 
     @property
     def available(self) -> bool:
@@ -65,9 +71,11 @@ class GuardedStore:
         """The remembered turns of ``ids`` (none while the store is down); ``counted`` hears how many ids were
         found (``hit``), not found (``miss``), or not looked up because the store failed or is down (``error``)."""
         found = await self._recall(tenant, ids)
-        if self.available:
-            self._counted(self.backend, "hit", len(found))
-            self._counted(self.backend, "miss", len(ids) - len(found))
+        if self._down_since is None:
+            if found:
+                self._counted(self.backend, "hit", len(found))
+            if len(found) < len(ids):
+                self._counted(self.backend, "miss", len(ids) - len(found))
         else:
             self._counted(self.backend, "error", len(ids))
         return found
@@ -77,6 +85,8 @@ class GuardedStore:
             self.skipped += 1
             return {}
         try:
+            if self._at_once:
+                return await self.store.recall(tenant, ids)
             # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
             # with a great many ids takes its time, but does not make the store look slow to everyone else.
             async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
@@ -89,12 +99,15 @@ class GuardedStore:
         # While the store is down the turns are still handed over (a store takes them before it first waits,
         # and writes them when it can), but not waited for: a bound of 0 ends the wait at its first pause.
         down = self._down_since is not None
-        bound = asyncio.timeout(0 if down else self.remember_timeout)
+        bound = None if self._at_once else asyncio.timeout(0 if down else self.remember_timeout)
         try:
-            async with bound:
+            if bound is None:
                 await self.store.remember(tenant, turns)
+            else:
+                async with bound:
+                    await self.store.remember(tenant, turns)
         except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the answer is relayed on
-            if not (down and bound.expired()):  # not waiting while down is no new failure
+            if not (down and bound is not None and bound.expired()):  # not waiting while down is no new failure
                 self._failed("remember", exc)
 
     async def ready(self) -> bool:

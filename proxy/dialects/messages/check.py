@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.dialects.ids import all_id_characters
-from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, is_thinking, is_tool_use
+from proxy.dialects.messages.blocks import REDACTED_THINKING, THINKING, TOOL_RESULT
 from proxy.dialects.messages.rules import (
     content_after_tool_use,
     empty_text,
@@ -32,7 +32,7 @@ from proxy.dialects.messages.rules import (
     trailing_thinking,
     unsigned_thinking,
 )
-from proxy.dialects.messages.view import blocks_of, is_message
+from proxy.dialects.messages.view import is_message
 from proxy.repair.profile import Profile
 
 #: THINKING_TYPES as a tuple: a ``type`` that is not a string (a list) is simply not in it (a set would raise).
@@ -67,6 +67,9 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     leading = False  # still in the leading tool_result blocks after an assistant message
     last = -1  # the last assistant message
     latest_calls: list[str] = []  # its tool_use ids when it holds signed thinking (AM-13: memory tells whether it was altered)
+    latest_called: list[str] = []  # its tool_use ids
+    latest_usable = latest_thinks = False  # whether it starts with thinking the API takes; whether it holds any
+    follows: bool | None = None  # whether tool results start the first message after it (None: no message yet)
     for position, message in enumerate(messages):
         if type(message) is not dict:
             continue  # not ours to judge: forwarded as sent
@@ -75,18 +78,20 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         kind_of_content = type(content)
         if role == "assistant":
             broken = broken or bool(waiting)  # AM-1 (no user message after the calls)
-            if content == "":
-                broken = True  # AM-17
-                mark(position)
             waiting, answered, leading = set(), set(), True
             if kind_of_content is str:
-                last, latest_calls = position, []
+                if content == "":
+                    broken = True  # AM-17
+                    mark(position)
+                last, latest_calls, follows = position, [], None
+                latest_called, latest_usable, latest_thinks = [], False, False
             if kind_of_content is not list:
                 continue
-            last = position
-            calls = signed = False
+            last, follows = position, None
+            calls = signed = thinks = False
             called: list[str] = []
             thinking_first = bool(content) and type(content[0]) is dict and content[0].get("type") in _THINKING
+            usable = thinking_first  # AM-9: it starts with thinking the API takes (empty or stripped unsigned thinking it does not)
             for block in content:
                 if type(block) is not dict:
                     if calls:
@@ -114,14 +119,18 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     broken = True  # TM508: content after a call
                     mark(position)
                 if kind == "thinking":
+                    thinks = True
                     signature = block.get("signature")
                     unsigned = type(signature) is not str or not signature
                     signed = signed or not unsigned  # altered_thinking.signed
-                    # TM509; TM505 (empty and unsigned: a signed empty block is valid), TM506
-                    if not thinking_first or (unsigned and (block.get("thinking") == "" or strips_unsigned)):
-                        broken = True
+                    # TM505 (empty and unsigned: a signed empty block is valid), TM506
+                    dropped = unsigned and (block.get("thinking") == "" or strips_unsigned)
+                    if dropped or not thinking_first:
+                        broken = True  # TM509, TM505, TM506
                         mark(position)
+                        usable = usable and not (dropped and block is content[0])
                 elif kind == "redacted_thinking":
+                    thinks = True
                     if not thinking_first:
                         broken = True  # TM509
                         mark(position)
@@ -134,6 +143,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             if content and type(content[-1]) is dict and content[-1].get("type") in _THINKING:
                 broken = True  # TM507
                 mark(position)
+            latest_called, latest_usable, latest_thinks = called, usable, thinks
             latest_calls = called if signed else []
             continue
         if role != "user":
@@ -141,6 +151,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             continue
         if kind_of_content is str:
             broken = broken or bool(waiting)  # AM-1 / AM-2: text where results belong
+            if follows is None:
+                follows = False  # the first message after the last assistant message: no tool results follow it
             if content == "":
                 broken = True  # TM504
                 mark(position)
@@ -149,6 +161,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             continue
         if kind_of_content is not list:
             continue
+        if follows is None and content:  # the first blocks after the last assistant message: tool results?
+            follows = type(content[0]) is dict and content[0].get("type") == TOOL_RESULT
         for block in content:
             kind = block.get("type") if type(block) is dict else None
             if kind == "tool_result":
@@ -189,7 +203,15 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     broken = broken or bool(waiting) or not all_id_characters(declared)  # AM-1 (the history ends on unanswered calls), TM501
     found.wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared]
     found.wanted += latest_calls
-    broken = _judge_thinking(body, messages, last, strips_unsigned, found) or broken
+    # AM-9 and AM-11 on the assistant message of the turn in progress: the last one, when it ends the request or tool
+    # results follow it (``thinking.turn_of``). A final tool turn without usable thinking wants its calls (memory may hold it).
+    mode = thinking.requested(body)
+    if last >= 0 and mode != "adaptive" and (follows or last == len(messages) - 1):
+        if mode == "disabled":
+            broken = broken or latest_thinks  # AM-11
+        elif follows and not latest_usable:
+            broken = True  # AM-9
+            found.wanted += latest_called
     found.broken = broken
     return found
 
@@ -207,24 +229,3 @@ def may_change(message: Any, strips_unsigned: bool) -> bool:
     if not is_message(message):
         return False
     return any(edit(0, message) is not None for edit in _EDITS) or (strips_unsigned and unsigned_thinking.edited(0, message) is not None)
-
-
-def _judge_thinking(body: dict[str, Any], messages: list[Any], last: int, strips_unsigned: bool, found: Inspection) -> bool:
-    """AM-9 and AM-11 on the assistant message of the turn in progress; wants the calls of a final tool turn
-    without usable thinking (memory may hold it)."""
-    mode = thinking.requested(body)
-    if last < 0 or mode == "adaptive":
-        return False
-    current = thinking.turn_of(messages, last)
-    if current is None:
-        return False
-    content = blocks_of(messages[last])
-    if mode == "disabled":
-        return any(is_thinking(block) for block in content)  # AM-11
-    if not current[1]:
-        return False
-    first = content[0] if content else None
-    if is_thinking(first) and not empty_thinking.is_empty_thinking(first) and not (strips_unsigned and unsigned_thinking.is_unsigned(first)):
-        return False
-    found.wanted.extend(cid for block in content if is_tool_use(block) and type(cid := block.get("id")) is str)
-    return True  # AM-9

@@ -123,8 +123,32 @@ async def test_every_recall_is_counted_by_the_guard_as_hits_misses_or_errors() -
     store.broken = True
     await memory.recall("t", ["call_1", "call_2"])  # fails: the store goes down
     await memory.recall("t", ["call_1"])  # skipped while down
-    assert seen == [("flaky", "hit", 1), ("flaky", "miss", 2), ("flaky", "error", 2), ("flaky", "error", 1)]
+    assert seen == [("flaky", "hit", 0), ("flaky", "miss", 0),  # both series from the start
+                    ("flaky", "hit", 1), ("flaky", "miss", 2), ("flaky", "error", 2), ("flaky", "error", 1)]
     await memory.close()
+
+
+async def test_a_recall_counts_no_hits_or_misses_of_zero_ids() -> None:
+    seen: list[tuple[str, str, int]] = []
+    memory = GuardedStore(InProcessStore(60, 100), counted=lambda backend, result, ids: seen.append((backend, result, ids)))
+    await memory.remember("t", [make_turn([call("call_1")])])
+    seen.clear()
+    await memory.recall("t", ["call_2"])
+    await memory.recall("t", ["call_1"])
+    assert seen == [("memory", "miss", 1), ("memory", "hit", 1)]
+
+
+async def test_the_in_process_store_is_called_without_a_timeout(monkeypatch) -> None:
+    # Its operations never wait, so no timeout could fire in them: none is armed (a subclass that waits gets one,
+    # as the tests above show).
+    def no_timer(delay: float | None) -> None:
+        raise AssertionError("a timeout was armed")
+
+    memory = GuardedStore(InProcessStore(60, 100))
+    monkeypatch.setattr(asyncio, "timeout", no_timer)
+    await memory.remember("t", [make_turn([call("call_1")])])
+    assert list(await memory.recall("t", ["call_1", "call_2"])) == ["call_1"]
+    assert memory.available and memory.failures == 0
 
 
 async def test_a_remember_slower_than_its_bound_returns_at_the_bound_and_counts_as_a_failure(caplog) -> None:
