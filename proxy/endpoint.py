@@ -29,7 +29,7 @@ from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Facts, Planned, Ref
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import Render
-from proxy.forward import UpstreamError
+from proxy.forward import UpstreamError, header_value
 from proxy.logs import RequestLine
 from proxy.memory.refusals import refused_among, remember_refused
 from proxy.observe import line_of, observe_upstream
@@ -367,7 +367,8 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
 def _may_refuse(answer: httpx.Response) -> bool:
     """Whether an answer of a status ``Dialect.retries`` names can be a refusal at all: one of status 200 only when it
     is an event stream (whose first event may be one); a JSON success is relayed without a look."""
-    return answer.status_code != STREAMED or answer.headers.get("content-type", "").startswith("text/event-stream")
+    # The raw header, as the relay reads it: httpx's ``headers.get`` decodes every header of the answer first.
+    return answer.status_code != STREAMED or (header_value(answer.headers.raw, b"content-type") or b"").startswith(b"text/event-stream")
 
 
 async def _refusal(answer: httpx.Response) -> Refusal | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.dialects.capture import MAX_ENTRIES, Cut, Readers, bounded, read_answer
-from proxy.dialects.responses.items import is_call, recall_key
+from proxy.dialects.responses.items import call_id_of, is_call, message_key
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
 
@@ -47,14 +47,13 @@ def _turns(items: list[dict[str, Any]], response_id: str | None) -> list[Turn]:
     calls: list[str] = []
     messages: list[str] = []
     called = reasoned = False
-    for item in items:  # one pass: every answer of a reasoning model is read so
-        key = recall_key(item)
+    for item in items:  # one pass, asking each item its kind once (items.recall_key, in two halves)
         if is_call(item):
             called = True
-            if key is not None:
+            if (key := call_id_of(item)) is not None:
                 calls.append(key)
         else:
-            if key is not None:
+            if (key := message_key(item)) is not None:
                 messages.append(key)
             reasoned = reasoned or item.get("type") == "reasoning"
     if not called and not (messages and reasoned):

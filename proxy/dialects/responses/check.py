@@ -61,18 +61,31 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             reasoned = False
             continue  # not ours to judge (a ``type`` that is a list or an object too): forwarded as sent
         key = item.get("id", _MISSING)
+        if kind == "message":  # the most common item, judged in a branch of its own
+            assistant = item.get("role") == "assistant"
+            if key is not _MISSING:
+                if type(key) is not str:
+                    broken = True  # TM404 (RS-12); under store: false an id on an item that carries its content is taken
+                else:
+                    named.append(key)  # its characters, and whether it repeats one (TM403): all ids at once, at the end
+                    if assistant:
+                        broken = broken or not key.startswith("msg_")  # TM404 (RS-13), as bad_item_id.is_bad
+                        if key:
+                            (reasoned_ids if reasoned else wanted).append(key)  # TM405 (RS-5)
+            # What the model made after a reasoning item, across messages, was made with it (TM405): a client's message
+            # ends the run (dangling_reasoning.produced_by_model).
+            reasoned = reasoned and assistant
+            continue
         if key is not _MISSING:
             if type(key) is not str:
-                broken = True  # TM404 (RS-12); under store: false an id on an item that carries its content is taken
+                broken = True  # TM404 (RS-12)
             elif kind == "item_reference":
                 referenced.append(key)
                 if key.startswith("msg_"):  # TM405 (RS-5): a message is recalled by its id; was its reasoning left out?
                     (reasoned_ids if reasoned else wanted).append(key)
             else:  # TM404 (RS-12, RS-13), as bad_item_id.is_bad
-                named.append(key)  # its characters, and whether it repeats one (TM403): all ids at once, at the end
-                if kind == "message":
-                    broken = broken or (item.get("role") == "assistant" and not key.startswith("msg_"))
-                elif (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
+                named.append(key)
+                if (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
                     broken = True
         if kind == "reasoning":
             reasoned = True
@@ -114,17 +127,14 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 answered.add(cid)
             reasoned = False
             continue
-        assistant = kind == "message" and item.get("role") == "assistant"
-        if assistant and type(key) is str and key:
-            (reasoned_ids if reasoned else wanted).append(key)  # TM405 (RS-5)
-        if store_off and kind == "item_reference":
-            broken = True  # TM407
-        # What the model made after a reasoning item, across messages, was made with it (TM405): only an item it does
-        # not make ends the run (dangling_reasoning.produced_by_model, for an item that is neither call nor output).
+        # Only an item the model does not make ends the run of what it made after a reasoning item (TM405,
+        # dangling_reasoning.produced_by_model, for an item that is neither message, call nor output).
         if kind == "item_reference":  # it may name reasoning (what follows was made with it), or what reasoning made
+            if store_off:
+                broken = True  # TM407
             reasoned = reasoned or (type(key) is str and key.startswith("rs_"))
         else:
-            reasoned = reasoned and (assistant if kind == "message" else kind not in _NOT_PRODUCED)
+            reasoned = reasoned and kind not in _NOT_PRODUCED
     ids = named + referenced if referenced else named
     found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
                     or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103

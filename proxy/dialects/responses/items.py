@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
-__all__ = ["CALL_TYPES", "OUTPUT_TYPE", "OUTPUT_TYPES", "answers", "call_id_of", "id_pairs", "is_call", "is_output", "output_type_for",
-           "recall_key"]
+__all__ = ["CALL_TYPES", "OUTPUT_TYPE", "OUTPUT_TYPES", "answers", "call_id_of", "id_pairs", "is_call", "is_output", "message_key",
+           "output_type_for", "recall_key"]
 
 OUTPUT_TYPE: Final[Mapping[str, str]] = MappingProxyType({
     "function_call": "function_call_output",
@@ -55,8 +55,11 @@ def answers(output_type: str, call_type: str) -> bool:
 
 def recall_key(item: Any) -> str | None:
     """What a remembered item is recalled by: a call's ``call_id``, an assistant message's server ``id``; else None."""
-    if is_call(item):
-        return call_id_of(item)
+    return call_id_of(item) if is_call(item) else message_key(item)
+
+
+def message_key(item: Any) -> str | None:
+    """An assistant message's server ``id`` (what it is recalled by); None for any other item."""
     if type(item) is dict and item.get("type", "message") == "message" and item.get("role") == "assistant":
         value = item.get("id")
         return value if type(value) is str and value else None
