@@ -27,9 +27,10 @@ class Inspection:
     wanted: list[str] = field(default_factory=list)
 
 
-def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
+def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = True) -> Inspection:
     """One pass over ``contents``. The rules' own tests are inlined (each line names the rule it mirrors): this runs on
-    every request."""
+    every request. ``continues``: whether the operator's policy continues a history that ends with the model's text
+    (TM614, opt-in); when not, such a history is valid as it is."""
     found = Inspection()
     contents = body.get("contents")
     if type(contents) is not list or not contents:
@@ -116,8 +117,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
             answering.extend(rid for rid, _ in responses if rid is not None)
     if pending is not None:
         broken = True  # TM104: the last content's calls are answered by nothing
-    elif model_before:
-        broken = True  # TM614 (GN-6): it ends with the model's text; the policy (not known here) says whether to continue it
+    elif model_before and continues:
+        broken = True  # TM614 (GN-6): it ends with the model's text, which the policy continues
     found.wanted = [*(rid for rid in dict.fromkeys(answering) if rid not in declared), *nameless]
     for index, parts in unsigned:
         if index >= real:
