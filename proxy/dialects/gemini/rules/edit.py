@@ -12,7 +12,8 @@ many contents there are does it with ``splice``, which keeps the pending positio
 
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from itertools import islice
+from itertools import compress, count, islice
+from operator import and_
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER
@@ -107,9 +108,10 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
             for declaration in declarations if type(declaration) is dict and type(declaration.get("name")) is str]
 
 
-def _roles(contents: list[Any]) -> list[Any]:
-    """Each content's role (``user`` when it has none; None for what is no content)."""
-    return [content.get("role", USER) if type(content) is dict else None for content in contents]
+def _after_same_role(contents: list[Any], role: str) -> list[int]:
+    """The positions of the contents of ``role`` (``user`` when absent) that follow one of it."""
+    of_role = [type(content) is dict and content.get("role", USER) == role for content in contents]
+    return list(compress(count(1), map(and_, of_role, islice(of_role, 1, None))))
 
 
 def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str) -> None:
@@ -119,9 +121,7 @@ def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str
     ``role`` is the role (``user`` when absent) of every content that is ``alike``: only a content next to one of that
     same role is asked (a run needs two)."""
     contents = ctx.messages
-    roles = _roles(contents)
-    pairs = [at for at, (before, this) in enumerate(zip(roles, islice(roles, 1, None), strict=False), 1)
-             if this == role and before == role]
+    pairs = _after_same_role(contents, role)
     flags = {at: alike(contents[at]) for second in pairs for at in (second - 1, second)}
     joining = [at for at in pairs if flags[at] and flags[at - 1]]  # each content that joins the one before it
     if not joining:
