@@ -125,7 +125,7 @@ class Dialect(Protocol):
     def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None, policy: Policy | None = None) -> Planned | None:
         """None when the body needs no repair (most requests: one fast check); else the plan. ``facts``: what the
         request path read of the request beyond its body (None offline: ``toolmend check``); ``policy``: the operator's,
-        for a repair that runs only when it opts in (None: not known, so such a repair is planned and decides itself)."""
+        for a repair that runs only when it opts in (None: the default policy, which opts into none)."""
         ...
 
     def rejection(self, finding: Finding) -> Response:

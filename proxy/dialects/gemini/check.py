@@ -33,7 +33,7 @@ class Inspection:
     marked: set[int] = field(default_factory=set)
 
 
-def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = True) -> Inspection:
+def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False) -> Inspection:
     """One pass over ``contents``. The rules' own tests are inlined (each line names the rule it mirrors): this runs on
     every request. ``continues``: whether the operator's policy continues a history that ends with the model's text
     (TM614, opt-in); when not, such a history is valid as it is."""

@@ -78,10 +78,9 @@ def _written_pending(placed: list[int | None], read_pending: list[bool] | None) 
 
 
 def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER, policy: Policy | None = None) -> GeminiPlan | None:
-    """None when ``body`` needs no repair for ``facts`` (where it goes) under ``policy`` (the operator's; None: not
-    known, so a history ending with the model's text is planned and TM614 decides); else the plan, with the keys to
-    recall."""
-    found = inspect(body, facts, policy is None or policy.continue_model_turn)
+    """None when ``body`` needs no repair for ``facts`` (where it goes) under ``policy`` (the operator's; None: the
+    default, under which a history ending with the model's text goes as sent); else the plan, with the keys to recall."""
+    found = inspect(body, facts, policy is not None and policy.continue_model_turn)
     if not found.broken:
         return None
     return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked))

@@ -23,7 +23,7 @@ CONTINUE = {"role": "user", "parts": [{"text": CONTINUE_TEXT}]}
 
 
 def repair(body: dict[str, Any], policy: Policy) -> Result:
-    planned = plan(body, gemini_profile("gemini"), G25)
+    planned = plan(body, gemini_profile("gemini"), G25, policy)
     return Result(body, ()) if planned is None else planned.repair({}, policy)
 
 
