@@ -101,7 +101,7 @@ def _has_blocks(history: list[Any]) -> bool:
 
 def check_document(doc: Document, profile: str, policy: Policy) -> Result:
     """What the proxy would do to the document, with nothing in memory: its dialect's plan, repaired."""
-    planned = doc.dialect.plan(doc.value, doc.dialect.profile(profile))
+    planned = doc.dialect.plan(doc.value, doc.dialect.profile(profile), None, policy)
     return Result(doc.value, ()) if planned is None else planned.repair({}, policy)
 
 

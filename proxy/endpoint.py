@@ -231,7 +231,7 @@ async def _repair_request(exchange: Exchange) -> "Sent":
     heap frozen for the cycle collector (``heap_frozen``); so does the repair of a small body that recalls large
     turns (``_runner``), watching the client meanwhile (``_repaired_beside``)."""
     state, dialect, body, mended = exchange.state, exchange.dialect, exchange.body, exchange.mended
-    planned = await _runner(body)(dialect.plan, exchange.parsed, exchange.profile, exchange.facts)
+    planned = await _runner(body)(dialect.plan, exchange.parsed, exchange.profile, exchange.facts, state.policy)
     outgoing: bytes | None = body
     counts, calls = NO_REPAIRS, NO_CALLS
     if planned is not None:

@@ -122,9 +122,10 @@ class Dialect(Protocol):
         """The request's ``Facts``, read off its target (the raw path as sent) and its parsed body."""
         ...
 
-    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> Planned | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None, policy: Policy | None = None) -> Planned | None:
         """None when the body needs no repair (most requests: one fast check); else the plan. ``facts``: what the
-        request path read of the request beyond its body (None offline: ``toolmend check``)."""
+        request path read of the request beyond its body (None offline: ``toolmend check``); ``policy``: the operator's,
+        for a repair that runs only when it opts in (None: the default policy, which opts into none)."""
         ...
 
     def rejection(self, finding: Finding) -> Response:

@@ -12,7 +12,7 @@ from proxy.dialects import DIALECTS, Dialect
 from proxy.dialects.chat.profiles import PROFILES
 from proxy.dialects.messages.check import may_change
 from proxy.registry import CHAT_HOMES, DuplicateCode, Entry, assemble, entries
-from proxy.repair.findings import Rule
+from proxy.repair.findings import Policy, Rule
 from proxy.repair.pipeline import Phase, Pipeline, Step
 from proxy.repair.rules import empty_history, orphan_tool_message
 
@@ -90,6 +90,8 @@ def _phase(dialect: str, name: str) -> Phase:
     return BY_NAME[dialect].pipeline.phase(name)
 
 
+#: Every opt-in of the operator's policy on.
+OPTED_IN = Policy(dummy_signatures=True, continue_model_turn=True)
 CHECKED = [entry for entry in entries()
            if any(use.dialect == _home_dialect(entry).name and _phase(use.dialect, use.phase).checked for use in entry.uses)]
 
@@ -97,12 +99,13 @@ CHECKED = [entry for entry in entries()
 @pytest.mark.parametrize("entry", CHECKED, ids=[entry.code for entry in CHECKED])
 def test_every_rule_is_known_to_its_dialects_fast_check(entry: Entry) -> None:
     """The fused fast checks stay fused (they run on every request): each rule's Bad example must still make its
-    dialect's check plan a repair (or, for TM516, a look in memory), under the first profile that runs the rule."""
+    dialect's check plan a repair (or, for TM516, a look in memory), under the first profile that runs the rule and
+    the operator's opt-ins on (TM614 acts under one only)."""
     doc = entry.doc()
     dialect = _home_dialect(entry)
     profile = doc.profiles[0] if doc.profiles else "anthropic" if dialect.name == "messages" else "openai"
     body = {"model": "deepseek-reasoner" if profile == "deepseek" else "gpt-4o", **doc.request, dialect.history_key: doc.bad}
-    assert dialect.plan(body, dialect.profile(profile)) is not None
+    assert dialect.plan(body, dialect.profile(profile), None, OPTED_IN) is not None
 
 
 #: The Messages rules that edit one message at a time: the repair runs them over the messages ``may_change`` flags.

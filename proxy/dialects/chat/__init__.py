@@ -16,7 +16,7 @@ from proxy.dialects.chat.profiles import get_profile
 from proxy.dialects.chat.rules import PIPELINE
 from proxy.dialects.dialect import Facts, ListHistory, rejection
 from proxy.errors import error_response
-from proxy.repair import Finding, Profile
+from proxy.repair import Finding, Policy, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -33,7 +33,8 @@ class ChatDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return get_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> Plan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None,
+             policy: Policy | None = None) -> Plan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:

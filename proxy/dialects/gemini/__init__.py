@@ -83,16 +83,17 @@ class GeminiDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return gemini_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> GeminiPlan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None,
+             policy: Policy | None = None) -> GeminiPlan | None:
         """For the target the path names; offline (no ``facts``), the body's ``model``, if it names one, at Vertex AI
         for profile ``vertex`` or a Vertex model name (``projects/{p}/locations/{l}/publishers/google/models/{model}``)."""
         found = target_of(facts.target) if facts is not None else None
         if found is not None:
-            return plan(body, profile, found[0])
+            return plan(body, profile, found[0], policy)
         model = body.get("model")
         model = model if type(model) is str else ""
         vertex = profile is VERTEX or VERTEX_MODEL in model
-        return plan(body, profile, GeminiTarget("vertex" if vertex else "developer", model))
+        return plan(body, profile, GeminiTarget("vertex" if vertex else "developer", model), policy)
 
     def rejection(self, finding: Finding) -> Response:
         return rejection(finding, google_error, f"contents[{finding.index}]", f"contents[{finding.index}]")

@@ -6,6 +6,10 @@ calls sent without a name (by their ids), and, for a model that checks thought s
 the current turn's steps that came without theirs (by ``keys.call_key``). A request whose only need is a signature
 is broken too: sent as it is, the upstream refuses it, so TM609 looks in memory and TM610 applies the policy when
 memory has nothing.
+
+It also marks the contents a rule that edits one content at a time (TM602, TM604, TM605, TM607, TM608, TM613) may
+change, so that the repair runs those rules over them alone (and over the contents the rules and the view made). A mark
+may say more than ``broken`` (a call part that also holds a response): a repair that runs for another reason mends it.
 """
 
 from collections import Counter
@@ -25,16 +29,20 @@ class Inspection:
     broken: bool = False
     #: Keys whose remembered turns the repair may need: orphan response ids, unsigned calls' keys.
     wanted: list[str] = field(default_factory=list)
+    #: Positions of the contents a rule that edits one content at a time may change.
+    marked: set[int] = field(default_factory=set)
 
 
-def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
+def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False) -> Inspection:
     """One pass over ``contents``. The rules' own tests are inlined (each line names the rule it mirrors): this runs on
-    every request."""
+    every request. ``continues``: whether the operator's policy continues a history that ends with the model's text
+    (TM614, opt-in); when not, such a history is valid as it is."""
     found = Inspection()
     contents = body.get("contents")
     if type(contents) is not list or not contents:
         return found  # nothing to repair: an empty history is the upstream's to refuse
     takes_ids, signs = target.takes_ids, target.signs_calls
+    mark = found.marked.add
     broken = False
     declared: set[str] = set()  # every call id so far
     answering: list[str] = []  # ids of responses that answer no call of the content before them
@@ -51,10 +59,14 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
         role = content.get("role", USER)
         if type(role) is str and role in ROLES:
             broken = True  # TM605 (GN-5)
+            mark(index)
             role = ROLES[role]
         parts = content.get("parts")
         if type(parts) is not list or not parts:
-            broken = broken or parts == [] or "parts" not in content or pending is not None  # TM607 (GN-10), TM104
+            if parts == [] or "parts" not in content:
+                broken = True  # TM607 (GN-10)
+                mark(index)
+            broken = broken or pending is not None  # TM104
             pending, model_before = None, False
             continue
         calls: list[tuple[str | None, Any]] = []
@@ -68,6 +80,9 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                 cid = call.get("id")
                 if "id" in call and not takes_ids:
                     broken = True  # TM608 (GN-9)
+                    mark(index)
+                if RESPONSE in part:
+                    mark(index)  # TM602, TM604 take it for a response part
                 if type(cid) is str and cid:
                     if cid in declared:
                         broken = True  # TM107 (GN-8)
@@ -77,18 +92,23 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
                 name = call.get("name")
                 if cid is not None and (type(name) is not str or not name):
                     broken = True  # TM613 (GN-7)
+                    mark(index)
                     nameless.append(cid)
                 calls.append((cid, name if type(name) is str else None))
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
                     broken = True  # TM608 (GN-9)
+                    mark(index)
                 responses.append((rid if type(rid) is str and rid else None, name if type(name := response.get("name")) is str else None))
             else:
                 others += 1
                 if not part or (part.get("text") == "" and is_empty(part)):
                     broken = True  # TM607 (GN-10)
+                    mark(index)
         if role == MODEL:
+            if responses:
+                mark(index)  # TM604 (GN-4)
             if model_before or responses or (calls and index == 0):
                 broken = True  # TM603 (GN-3), TM604 (GN-4), TM611 (GN-3)
             if pending is not None:
@@ -105,6 +125,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
             continue  # a role no rule knows: not ours to judge
         if others and not responses:
             real = index + 1
+        elif responses and (others or calls):
+            mark(index)  # TM602 (GN-1): the parts beside the responses move after them
         if pending is not None:
             if others or not _answers(pending, responses, answering):
                 broken = True  # TM601/TM602 (GN-1), TM101-TM104, TM606 (GN-7)
@@ -116,8 +138,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget) -> Inspection:
             answering.extend(rid for rid, _ in responses if rid is not None)
     if pending is not None:
         broken = True  # TM104: the last content's calls are answered by nothing
-    elif model_before:
-        broken = True  # TM614 (GN-6): it ends with the model's text; the policy (not known here) says whether to continue it
+    elif model_before and continues:
+        broken = True  # TM614 (GN-6): it ends with the model's text, which the policy continues
     found.wanted = [*(rid for rid in dict.fromkeys(answering) if rid not in declared), *nameless]
     for index, parts in unsigned:
         if index >= real:

@@ -10,6 +10,10 @@ as the client sent it. The phases and their order are ``rules/__init__.py``'s.
 ``retried`` answers the upstream rather than the client: when it refused a thought signature (GN-12), what was sent
 goes through the ``retry`` phase (TM612) to be sent once more; its findings name positions in that body.
 
+The Gemini rules that edit one content at a time visit only the pending contents (``rules/edit.py``): all but the
+client's own that the check did not mark, so a long history whose repair touches a few hundred contents is not
+walked once per rule.
+
 ``recall`` holds what the repair may need from memory: the ids of orphan responses' calls and, for Gemini 3, the
 keys (``keys.call_key``) of the current turn's calls that came without their thought signature.
 """
@@ -37,19 +41,27 @@ class GeminiPlan:
     profile: Profile
     recall: list[str]
     target: GeminiTarget = DEVELOPER
+    #: The positions of the client's contents the check found a rule that edits one content at a time may change
+    #: (None: not known, so those rules walk every content).
+    marked: frozenset[int] | None = None
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         ctx = gemini_context(list(self.body["contents"]), self.body, recalled, policy, self.profile, self.target)
         ctx.cancel = cancel
+        if self.marked is not None:
+            ctx.pending = [False] * len(ctx.messages)
+            for at in self.marked:
+                ctx.pending[at] = True
         if refused(ctx, PIPELINE.run("contents", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         view = read(ctx.messages, ctx.origin)
-        ctx.messages = view.entries
+        ctx.messages, read_pending, ctx.pending = view.entries, ctx.pending, None
         # The structural rules read remembered turns as they read the history: as the view.
         ctx.recalled = viewed(recalled, "gemini", view_turn)
         if refused(ctx, PIPELINE.run("view", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view, ctx.origin), recalled
+        ctx.pending = _written_pending(view.placed, read_pending)
         if refused(ctx, PIPELINE.run("written", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         if not ctx.findings:
@@ -57,12 +69,21 @@ class GeminiPlan:
         return Result({**self.body, "contents": ctx.messages}, tuple(ctx.findings))
 
 
-def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER) -> GeminiPlan | None:
-    """None when ``body`` needs no repair for ``facts`` (where it goes); else the plan, with the keys to recall."""
-    found = inspect(body, facts)
+def _written_pending(placed: list[int | None], read_pending: list[bool] | None) -> list[bool] | None:
+    """Per written content, whether a rule that edits one content at a time may change it: one the view rebuilt, or
+    one it wrote back as it was read that was pending then (None: every content)."""
+    if read_pending is None:
+        return None
+    return [at is None or read_pending[at] for at in placed]
+
+
+def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER, policy: Policy | None = None) -> GeminiPlan | None:
+    """None when ``body`` needs no repair for ``facts`` (where it goes) under ``policy`` (the operator's; None: the
+    default, under which a history ending with the model's text goes as sent); else the plan, with the keys to recall."""
+    found = inspect(body, facts, policy is not None and policy.continue_model_turn)
     if not found.broken:
         return None
-    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts)
+    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked))
 
 
 def retried(body: dict[str, Any], profile: Profile, policy: Policy, leave: Leaving = EVERY) -> Result | None:

@@ -62,13 +62,15 @@ def is_view_id(key: Any) -> bool:
 class View:
     """The entries read from one ``contents`` list, and what writing them back needs: ``read_parts`` per content its
     parts as read, ``position`` per entry (by identity) the content it came from, ``kept`` every entry read (their
-    identities stay unique while ``origin`` maps them)."""
+    identities stay unique while ``origin`` maps them). Writing them back fills ``placed``: per content written, the
+    position in ``contents`` of the very content it is, or None for one rebuilt."""
 
     contents: list[Any]
     entries: list[Message] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)
     read_parts: list[list[Any]] = field(default_factory=list)
     kept: list[Message] = field(default_factory=list)
+    placed: list[int | None] = field(default_factory=list)
 
 
 def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list[Any]) -> dict[str, Any]:
@@ -252,6 +254,7 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
     groups: list[tuple[int | None, bool | None, list[Message]]] = []  # (content position, model side or None: item, entries)
     position = view.position
     names = _CallNames(entries)
+    placed = view.placed
     last_at: int | None = None
     last_side: bool | None = None  # the last group's side; None before the first and after an item
     group: list[Message] = []
@@ -272,21 +275,25 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
     for at, side, group in groups:
         if side is None:
             out.append(group[0][NATIVE])
+            placed.append(at)
             continue
         model = side
         parts = _model_parts(group) if model else _user_parts(group, names)
         if at is None:
             made = {"role": MODEL if model else USER, "parts": parts}
             out.append(made)
+            placed.append(None)
             continue
         read = view.read_parts[at]
         native = view.contents[at]
         if len(parts) == len(read) and all(map(is_, parts, read)):
             out.append(native)
+            placed.append(at)
             continue
         copy = {**native, "parts": parts}
         origin[id(copy)] = origin.get(id(native), at)
         out.append(copy)
+        placed.append(None)
     return out
 
 

@@ -22,7 +22,7 @@ from proxy.dialects.messages.errors import anthropic_error
 from proxy.dialects.messages.plan import MessagesPlan, plan, retried
 from proxy.dialects.messages.profiles import messages_profile
 from proxy.dialects.messages.rules import PIPELINE, refused_signature
-from proxy.repair import Finding, Profile
+from proxy.repair import Finding, Policy, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -44,7 +44,8 @@ class MessagesDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return messages_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> MessagesPlan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None,
+             policy: Policy | None = None) -> MessagesPlan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:

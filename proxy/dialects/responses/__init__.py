@@ -19,7 +19,7 @@ from proxy.dialects.responses.plan import ResponsesPlan, plan, retried, retried_
 from proxy.dialects.responses.profiles import responses_profile
 from proxy.dialects.responses.rules import PIPELINE, refused_reasoning, unknown_item
 from proxy.errors import error_response
-from proxy.repair import Finding, Profile
+from proxy.repair import Finding, Policy, Profile
 from proxy.turns import Dialect as DialectName
 
 
@@ -40,7 +40,8 @@ class ResponsesDialect(ListHistory):
     def profile(self, name: str) -> Profile:
         return responses_profile(name)
 
-    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None) -> ResponsesPlan | None:
+    def plan(self, body: dict[str, Any], profile: Profile, facts: Facts | None = None,
+             policy: Policy | None = None) -> ResponsesPlan | None:
         return plan(body, profile)
 
     def rejection(self, finding: Finding) -> Response:

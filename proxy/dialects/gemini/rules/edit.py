@@ -3,10 +3,17 @@
 The rules run over ``contents`` (before the view is read, or after it is written back), where an untouched content
 is still the client's own object; a rule never edits one of those in place (the request body stays as the client
 sent it), it replaces it with a copy, and ``origin`` learns the copy so findings keep naming the client's positions.
+
+A rule that edits one content at a time visits only the ``pending`` contents, when the context knows them: the
+client's own that the plan's check marked, what the rules made and what the view rebuilt (the plan names them); a
+long history whose repair touches a few hundred contents is not judged whole by each rule. A rule that changes how
+many contents there are does it with ``splice``, which keeps the pending positions true.
 """
 
-from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from itertools import compress, count, islice
+from operator import and_
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER
@@ -18,11 +25,13 @@ from proxy.repair.rule import Rule
 
 
 class GeminiContext(Context):
-    """A repair context that knows where the request goes (``target``: endpoint family and model) and keeps every
-    content the rules made alive (``made``: ``origin`` is keyed by identity)."""
+    """A repair context that knows where the request goes (``target``: endpoint family and model), keeps every
+    content the rules made alive (``made``: ``origin`` is keyed by identity) and may know, per content (a list beside
+    ``messages``), whether a rule that edits one content at a time may change it (``pending``; None: any content)."""
 
     target: GeminiTarget = DEVELOPER
     made: list[Any]
+    pending: list[bool] | None = None
 
 
 def gemini_context(contents: list[Any], body: dict[str, Any], recalled: Recalled, policy: Policy, profile: Profile,
@@ -36,6 +45,44 @@ def gemini_context(contents: list[Any], body: dict[str, Any], recalled: Recalled
 
 def target_of(ctx: Context) -> GeminiTarget:
     return ctx.target if isinstance(ctx, GeminiContext) else DEVELOPER
+
+
+def pending(ctx: Context) -> Sequence[int]:
+    """The positions, ascending, of the contents a rule that edits one content at a time may change."""
+    flags = ctx.pending if isinstance(ctx, GeminiContext) else None
+    if flags is None:
+        return range(len(ctx.messages))
+    positions: list[int] = []
+    at = -1
+    with suppress(ValueError):  # ``index`` scans in C, and ends the search at the last one
+        while True:
+            at = flags.index(True, at + 1)
+            positions.append(at)
+    return positions
+
+
+def splice(ctx: Context, edits: list[tuple[int, list[Any]]]) -> None:
+    """Replace the content at each position of ``edits`` (ascending) with its list of contents (none: removed),
+    rebuilding the list once, from slices. What comes in is pending; the pending positions after an edit move."""
+    if not edits:
+        return
+    contents = ctx.messages
+    flags = ctx.pending if isinstance(ctx, GeminiContext) else None
+    out: list[Any] = []
+    flagged: list[bool] = []
+    done = 0
+    for at, replacement in edits:
+        out += contents[done:at]
+        out += replacement
+        if flags is not None:
+            flagged += flags[done:at]
+            flagged += [True] * len(replacement)
+        done = at + 1
+    out += contents[done:]
+    contents[:] = out
+    if flags is not None:
+        flagged += flags[done:]
+        flags[:] = flagged
 
 
 def made_like(ctx: Context, content: Any, made: dict[str, Any]) -> dict[str, Any]:
@@ -61,70 +108,54 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
             for declaration in declarations if type(declaration) is dict and type(declaration.get("name")) is str]
 
 
-def _roles(contents: list[Any]) -> list[Any]:
-    """Each content's role (``user`` when it has none; None for what is no content)."""
-    return [content.get("role", USER) if type(content) is dict else None for content in contents]
+def _after_same_role(contents: list[Any], role: str) -> list[int]:
+    """The positions of the contents of ``role`` (``user`` when absent) that follow one of it."""
+    of_role = [type(content) is dict and content.get("role", USER) == role for content in contents]
+    return list(compress(count(1), map(and_, of_role, islice(of_role, 1, None))))
 
 
-def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str | None = None) -> None:
+def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str) -> None:
     """Each run of consecutive contents that are ``alike`` becomes its first one's copy holding all their parts, in
     order; a finding for each content merged says how many ``what`` (``part(s)``) it brought. The list is rebuilt
-    once, from slices, and a run's parts gathered in one list: merging two at a time was quadratic in a long run.
-    ``role``, when given, is the role (``user`` when absent) of every content that is ``alike``: only a content next
-    to one of that same role is asked (a run needs two)."""
+    once (``splice``), and a run's parts gathered in one list: merging two at a time was quadratic in a long run.
+    ``role`` is the role (``user`` when absent) of every content that is ``alike``: only a content next to one of that
+    same role is asked (a run needs two)."""
     contents = ctx.messages
-    if role is None:
-        pairs: Iterable[int] = range(1, len(contents))
-        flags: Sequence[bool] | dict[int, bool] = list(map(alike, contents))
-    else:
-        roles = _roles(contents)
-        pairs = [at for at, (before, this) in enumerate(zip(roles, islice(roles, 1, None), strict=False), 1)
-                 if this == role and before == role]
-        flags = {at: alike(contents[at]) for second in pairs for at in (second - 1, second)}
+    pairs = _after_same_role(contents, role)
+    flags = {at: alike(contents[at]) for second in pairs for at in (second - 1, second)}
     joining = [at for at in pairs if flags[at] and flags[at - 1]]  # each content that joins the one before it
     if not joining:
         return
-    out: list[Any] = []
-    run: list[Any] = []  # the parts of the content out[-1] is
-    done = 0  # contents[:done] are in ``out``
+    edits: list[tuple[int, list[Any]]] = []
+    run: list[Any] = []  # the parts of the run's first content
+    last = -1  # the last content merged
     for at in joining:
-        if at - 1 != done - 1:  # a new run (this one does not follow the last merged): it opens with the content before
-            out += contents[done:at - 1]
+        if at - 1 != last:  # a new run (this one does not follow the last merged): it opens with the content before
             run = list(contents[at - 1]["parts"])
-            out.append(copy(ctx, contents[at - 1], parts=run))
+            edits.append((at - 1, [copy(ctx, contents[at - 1], parts=run)]))
         content = contents[at]
         run += content["parts"]
         ctx.report(rule, content, "merged", f"{len(content['parts'])} {what} merged into the content before", at)
-        done = at + 1
-    out += contents[done:]
-    contents[:] = out
+        edits.append((at, []))
+        last = at
+    splice(ctx, edits)
 
 
-def split_off(ctx: Context, rule: Rule, mixed: Callable[[Any], bool], moves: Callable[[Any], bool], what: str,
-              role: str | None = None) -> None:
-    """Each content that is ``mixed`` keeps the parts that do not ``move`` (it goes when none is left) and gives the
-    others, in their order, to a user content right after it; a finding for each says how many ``what`` moved.
-    ``role``, when given, is the role (``user`` when absent) of every content that is ``mixed``: only those are asked."""
+def split_off(ctx: Context, rule: Rule, mixed: Callable[[Any], bool], moves: Callable[[Any], bool], what: str) -> None:
+    """Each pending content that is ``mixed`` keeps the parts that do not ``move`` (it goes when none is left) and gives
+    the others, in their order, to a user content right after it; a finding for each says how many ``what`` moved."""
     contents = ctx.messages
-    if role is None:
-        found = [at for at, flag in enumerate(map(mixed, contents)) if flag]
-    else:
-        found = [at for at, this in enumerate(_roles(contents)) if this == role and mixed(contents[at])]
+    found = [at for at in pending(ctx) if mixed(contents[at])]
     if not found:
         return
-    out: list[Any] = []
-    done = 0
+    edits: list[tuple[int, list[Any]]] = []
     for at in found:
-        out += contents[done:at]
         content = contents[at]
         staying: list[Any] = []
         moving: list[Any] = []
         for part in content["parts"]:
             (moving if moves(part) else staying).append(part)
-        if staying:
-            out.append(copy(ctx, content, parts=staying))
-        out.append(made_like(ctx, content, {"role": USER, "parts": moving}))
+        split = [copy(ctx, content, parts=staying)] if staying else []
+        edits.append((at, [*split, made_like(ctx, content, {"role": USER, "parts": moving})]))
         ctx.report(rule, content, "split", f"{len(moving)} {what} moved into a user content after it", at)
-        done = at + 1
-    out += contents[done:]
-    contents[:] = out
+    splice(ctx, edits)

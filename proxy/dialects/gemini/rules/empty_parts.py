@@ -23,7 +23,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.gemini.rules.edit import copy
+from proxy.dialects.gemini.rules.edit import copy, pending, splice
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -39,43 +39,29 @@ def is_empty(part: Any) -> bool:
     return type(part) is dict and (not part or ("text" in part and part["text"] == "" and part.keys() <= _EMPTY_TEXT_KEYS))
 
 
-#: What ``_state`` says of a content: kept as it is, holding an empty part, or without parts (missing or empty).
-KEPT, EMPTY_PART, NO_PARTS = 0, 1, 2
-
-
-def _state(content: Any) -> int:
-    if type(content) is not dict:
-        return KEPT
-    parts = content.get("parts")
-    if type(parts) is not list:
-        return KEPT if "parts" in content else NO_PARTS
-    if not parts:
-        return NO_PARTS
-    for part in parts:  # ``is_empty``, inlined: this looks at every part of every content
-        if type(part) is dict and (not part or ("text" in part and part["text"] == "" and part.keys() <= _EMPTY_TEXT_KEYS)):
-            return EMPTY_PART
-    return KEPT
+def without_parts(content: Any) -> bool:
+    """A content whose ``parts`` are missing or an empty list."""
+    return type(content) is dict and ("parts" not in content or content["parts"] == [])
 
 
 def apply(ctx: Context) -> None:
     contents = ctx.messages
-    states = list(map(_state, contents))
-    if not any(states):
-        return
-    kept: list[Any] = []
-    for position, (content, state) in enumerate(zip(contents, states, strict=True)):
-        if state == EMPTY_PART:
-            parts = content["parts"]
-            left = [part for part in parts if not is_empty(part)]
-            removed = len(parts) - len(left)
-            if left:
-                ctx.report(RULE, content, "removed", f"{removed} empty part(s) removed", position)
-                kept.append(copy(ctx, content, parts=left))
-                continue
-            ctx.report(RULE, content, "removed", f"content of {removed} empty part(s) removed", position)
-            continue
-        if state == NO_PARTS:
+    gone: list[int] = []
+    for position in pending(ctx):
+        content = contents[position]
+        if without_parts(content):
             ctx.report(RULE, content, "removed", "content without parts removed", position)
+            gone.append(position)
             continue
-        kept.append(content)
-    contents[:] = kept
+        parts = content.get("parts") if type(content) is dict else None
+        if type(parts) is not list or not any(map(is_empty, parts)):
+            continue
+        left = [part for part in parts if not is_empty(part)]
+        removed = len(parts) - len(left)
+        if left:
+            ctx.report(RULE, content, "removed", f"{removed} empty part(s) removed", position)
+            contents[position] = copy(ctx, content, parts=left)
+            continue
+        ctx.report(RULE, content, "removed", f"content of {removed} empty part(s) removed", position)
+        gone.append(position)
+    splice(ctx, [(position, []) for position in gone])

@@ -21,7 +21,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.gemini.parts import CALL, RESPONSE
-from proxy.dialects.gemini.rules.edit import copy, target_of
+from proxy.dialects.gemini.rules.edit import copy, pending, target_of
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -47,7 +47,8 @@ def apply(ctx: Context) -> None:
     if target_of(ctx).takes_ids:
         return
     contents = ctx.messages
-    for position, content in enumerate(contents):
+    for position in pending(ctx):
+        content = contents[position]
         parts = content.get("parts") if type(content) is dict else None
         if type(parts) is not list or not any(map(has_id, parts)):
             continue

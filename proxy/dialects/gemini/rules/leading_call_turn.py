@@ -20,7 +20,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.gemini.parts import MODEL, USER, function_call
-from proxy.dialects.gemini.rules.edit import made_like
+from proxy.dialects.gemini.rules.edit import made_like, splice
 from proxy.repair.content import OPENING_TEXT
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -38,5 +38,5 @@ def opens_with_calls(contents: list[Any]) -> bool:
 def apply(ctx: Context) -> None:
     if opens_with_calls(ctx.messages):
         first = ctx.messages[0]
-        ctx.messages.insert(0, made_like(ctx, first, {"role": USER, "parts": [{"text": OPENING_TEXT}]}))
+        splice(ctx, [(0, [made_like(ctx, first, {"role": USER, "parts": [{"text": OPENING_TEXT}]}), first])])
         ctx.report(RULE, first, "inserted", "user content before the call content at the start of the history")

@@ -15,7 +15,7 @@ Good:
     {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"temp": "18C"}}}]}
 """
 
-from proxy.dialects.gemini.rules.edit import copy
+from proxy.dialects.gemini.rules.edit import copy, pending
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -27,7 +27,8 @@ ROLES = {"function": "user", "tool": "user", "system": "user", "assistant": "mod
 
 def apply(ctx: Context) -> None:
     contents = ctx.messages
-    for position, content in enumerate(contents):
+    for position in pending(ctx):
+        content = contents[position]
         role = content.get("role") if type(content) is dict else None
         if type(role) is str and (meant := ROLES.get(role)) is not None:
             contents[position] = copy(ctx, content, role=meant)

@@ -16,7 +16,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.gemini.parts import MODEL, RESPONSE, function_response
+from proxy.dialects.gemini.parts import MODEL, function_response
 from proxy.dialects.gemini.rules.edit import split_off
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -28,11 +28,8 @@ def is_mixed(content: Any) -> bool:
     """A model content with a response part."""
     if type(content) is not dict or content.get("role") != MODEL or type(parts := content.get("parts")) is not list:
         return False
-    for part in parts:  # noqa: SIM110 - a loop, no generator made: every model content is looked at
-        if type(part) is dict and type(part.get(RESPONSE)) is dict:
-            return True
-    return False
+    return any(function_response(part) is not None for part in parts)
 
 
 def apply(ctx: Context) -> None:
-    split_off(ctx, RULE, is_mixed, lambda part: function_response(part) is not None, "function response(s)", MODEL)
+    split_off(ctx, RULE, is_mixed, lambda part: function_response(part) is not None, "function response(s)")

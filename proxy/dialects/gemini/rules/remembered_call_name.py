@@ -22,7 +22,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.gemini.parts import CALL, function_call, id_of, name_of, parts_of
-from proxy.dialects.gemini.rules.edit import copy
+from proxy.dialects.gemini.rules.edit import copy, pending
 from proxy.repair.context import Context
 from proxy.repair.findings import shown
 from proxy.repair.rule import Rule
@@ -48,7 +48,8 @@ def apply(ctx: Context) -> None:
     if not ctx.recalled:
         return
     contents = ctx.messages
-    for position, content in enumerate(contents):
+    for position in pending(ctx):
+        content = contents[position]
         parts = parts_of(content)
         if parts is None:
             continue

@@ -19,7 +19,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.gemini.parts import RESPONSE, USER, function_response
+from proxy.dialects.gemini.parts import USER, function_response
 from proxy.dialects.gemini.rules.edit import split_off
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -31,13 +31,9 @@ def _mixed(content: Any) -> bool:
     """A user content with both response parts and other parts."""
     if type(content) is not dict or content.get("role", USER) != USER or type(parts := content.get("parts")) is not list:
         return False
-    responses = 0
-    for part in parts:  # ``function_response``, inlined: every part of every user content is looked at
-        if type(part) is dict and type(part.get(RESPONSE)) is dict:
-            responses += 1
+    responses = sum(1 for part in parts if function_response(part) is not None)
     return 0 < responses < len(parts)
 
 
 def apply(ctx: Context) -> None:
-    split_off(ctx, RULE, _mixed, lambda part: function_response(part) is None, "part(s) beside the function responses",
-              USER)
+    split_off(ctx, RULE, _mixed, lambda part: function_response(part) is None, "part(s) beside the function responses")

@@ -22,7 +22,7 @@ Good:
 from typing import Any
 
 from proxy.dialects.gemini.parts import MODEL, USER, function_call, parts_of
-from proxy.dialects.gemini.rules.edit import made_like
+from proxy.dialects.gemini.rules.edit import made_like, splice
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
 
@@ -44,6 +44,6 @@ def ends_with_model_text(contents: list[Any]) -> bool:
 def apply(ctx: Context) -> None:
     if ctx.policy.continue_model_turn and ends_with_model_text(ctx.messages):
         last = ctx.messages[-1]
-        ctx.messages.append(made_like(ctx, last, {"role": USER, "parts": [{"text": CONTINUE_TEXT}]}))
+        splice(ctx, [(len(ctx.messages) - 1, [last, made_like(ctx, last, {"role": USER, "parts": [{"text": CONTINUE_TEXT}]})])])
         ctx.report(RULE, last, "inserted", "user content after the model content that ends the history (--continue-model-turn)",
                    len(ctx.messages) - 2)

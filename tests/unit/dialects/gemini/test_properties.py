@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -236,3 +237,21 @@ def test_broken_histories_are_repaired_into_ones_a_strict_server_accepts(history
     sent_text = orjson.dumps(fixed).decode()
     outputs = [part["functionResponse"]["response"]["output"] for content in sent["contents"] for part in content["parts"] if "functionResponse" in part]
     assert all(f'"{output}"' in sent_text or f'\\"{output}\\"' in sent_text for output in outputs)
+
+
+@config(150)
+@given(valid_histories(), st.lists(st.sampled_from(BREAKERS), min_size=1, max_size=3), st.data(),
+       st.sampled_from([Policy(), Policy(orphans="drop"), Policy(dummy_signatures=True, continue_model_turn=True)]))
+def test_the_rules_over_the_marked_contents_repair_as_over_every_content(history: History, breakers: list[Breaker],
+                                                                         data: st.DataObject, policy: Policy) -> None:
+    """The rules that edit one content at a time visit only what the check marked (and what was made): what they
+    would change elsewhere, they must not miss."""
+    for breaker in breakers:
+        breaker(history, data.draw)
+    planned = plan({"contents": history.contents}, gemini_profile(history.target.family), history.target)
+    if planned is None:
+        return
+    recalled = {key: turn for key, turn in history.memory.items() if key in planned.recall}
+    marked, walked = planned.repair(recalled, policy), dataclasses.replace(planned, marked=None).repair(recalled, policy)
+    assert orjson.dumps(marked.body) == orjson.dumps(walked.body)
+    assert marked.findings == walked.findings and marked.rejected == walked.rejected

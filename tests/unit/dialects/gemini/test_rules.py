@@ -45,7 +45,7 @@ def state_of(doc: RuleDoc) -> ServerState:
 def repaired(doc: RuleDoc, policy: Policy = DEFAULT_POLICY) -> Any:
     body = {"contents": doc.bad}
     target = target_of(doc)
-    planned = plan(body, gemini_profile(target.family), target)
+    planned = plan(body, gemini_profile(target.family), target, policy)
     assert planned is not None, "the check found nothing to repair"
     recalled = {key: turn for turn in doc.recalled for key in turn["ids"] if key in planned.recall}
     return planned.repair(recalled, policy)

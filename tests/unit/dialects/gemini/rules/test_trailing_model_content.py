@@ -6,6 +6,7 @@ import orjson
 import pytest
 import respx
 
+from proxy.dialects import GEMINI
 from proxy.dialects.gemini.plan import plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.rules.trailing_model_content import CONTINUE_TEXT
@@ -22,7 +23,7 @@ CONTINUE = {"role": "user", "parts": [{"text": CONTINUE_TEXT}]}
 
 
 def repair(body: dict[str, Any], policy: Policy) -> Result:
-    planned = plan(body, gemini_profile("gemini"), G25)
+    planned = plan(body, gemini_profile("gemini"), G25, policy)
     return Result(body, ()) if planned is None else planned.repair({}, policy)
 
 
@@ -49,6 +50,18 @@ def test_opted_in_a_trailing_call_content_is_answered_not_continued() -> None:
     result = repair({"contents": [Q, calls]}, OPTED_IN)
     assert [f.code for f in result.findings] == ["TM104"]
     assert check(result.body, G25, prefill=False) is None
+
+
+@pytest.mark.parametrize("opted_in", [False, True], ids=["default", "opted-in"])
+def test_the_policy_reaches_the_plan(opted_in: bool) -> None:
+    """Off, a prefill is a valid request: not planned at all (its bytes go as sent), not planned and then left as is."""
+    body = {"contents": [Q, PREFILL]}
+    planned = GEMINI.plan(body, gemini_profile("gemini"), None, Policy(continue_model_turn=opted_in))
+    if not opted_in:
+        assert planned is None
+        return
+    assert planned is not None
+    assert planned.repair({}, OPTED_IN).body["contents"] == [Q, PREFILL, CONTINUE]
 
 
 def test_opted_in_a_history_ending_with_the_user_needs_nothing() -> None:
