@@ -77,6 +77,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         calls: list[tuple[str | None, Any]] = []
         responses: list[tuple[str | None, Any]] = []
         others = 0
+        signed_call = False  # whether a call part carries a signature (where Gemini puts it): no need to ask every part
         for part in parts:
             if type(part) is not dict:
                 others += 1
@@ -100,6 +101,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
                     mark(index)
                     nameless.append(cid)
                 calls.append((cid, name if type(name) is str else None))
+                if part.get(SIGNATURE) is not None:
+                    signed_call = True
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
@@ -119,7 +122,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
             if pending is not None:
                 broken = True  # TM104: the calls before are answered by nothing
             pending = calls or None
-            if calls and signs and not signed(parts):
+            if calls and signs and not (signed_call or signed(parts)):
                 unsigned.append((index, parts))
             model_before = True
             continue
