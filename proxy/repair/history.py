@@ -51,7 +51,9 @@ def calls_of(message: Message) -> list[Any]:
 
 def declared_ids(message: Message) -> list[str]:
     """The call ids an assistant message declares, in order."""
-    return [cid for call in calls_of(message) if (cid := call_id(call)) is not None]
+    calls = calls_of(message)
+    # Most assistant messages of a long history declare none: no comprehension is run for them.
+    return [cid for call in calls if (cid := call_id(call)) is not None] if calls else []
 
 
 def result_id(message: Message) -> str | None:

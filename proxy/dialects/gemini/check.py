@@ -22,6 +22,7 @@ from proxy.dialects.gemini.rules.empty_parts import is_empty
 from proxy.dialects.gemini.rules.legacy_role import ROLES
 from proxy.dialects.gemini.rules.thought_signature import signed
 from proxy.dialects.gemini.target import GeminiTarget
+from proxy.dialects.gemini.view import VIEW_ID
 
 
 @dataclass(slots=True)
@@ -31,6 +32,9 @@ class Inspection:
     wanted: list[str] = field(default_factory=list)
     #: Positions of the contents a rule that edits one content at a time may change.
     marked: set[int] = field(default_factory=set)
+    #: Whether the view may declare a call id twice (TM107): the client repeated one, or sent one shaped like the ids
+    #: the view makes up for calls without one (``view.VIEW_ID``), which may meet such an id.
+    repeats: bool = False
 
 
 def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False) -> Inspection:
@@ -43,7 +47,8 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         return found  # nothing to repair: an empty history is the upstream's to refuse
     takes_ids, signs = target.takes_ids, target.signs_calls
     mark = found.marked.add
-    broken = False
+    broken = repeats = False
+    idless = False  # whether a call came without an id (the view names it with a view id)
     declared: set[str] = set()  # every call id so far
     answering: list[str] = []  # ids of responses that answer no call of the content before them
     nameless: list[str] = []  # ids of calls without a name (memory may hold it)
@@ -72,6 +77,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         calls: list[tuple[str | None, Any]] = []
         responses: list[tuple[str | None, Any]] = []
         others = 0
+        signed_call = False  # whether a call part carries a signature (where Gemini puts it): no need to ask every part
         for part in parts:
             if type(part) is not dict:
                 others += 1
@@ -85,16 +91,18 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
                     mark(index)  # TM602, TM604 take it for a response part
                 if type(cid) is str and cid:
                     if cid in declared:
-                        broken = True  # TM107 (GN-8)
+                        broken = repeats = True  # TM107 (GN-8)
                     declared.add(cid)
                 else:
-                    cid = None
+                    cid, idless = None, True
                 name = call.get("name")
                 if cid is not None and (type(name) is not str or not name):
                     broken = True  # TM613 (GN-7)
                     mark(index)
                     nameless.append(cid)
                 calls.append((cid, name if type(name) is str else None))
+                if part.get(SIGNATURE) is not None:
+                    signed_call = True
             elif (response := part.get(RESPONSE)) is not None and type(response) is dict:
                 rid = response.get("id")
                 if "id" in response and not takes_ids:
@@ -114,7 +122,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
             if pending is not None:
                 broken = True  # TM104: the calls before are answered by nothing
             pending = calls or None
-            if calls and signs and not signed(parts):
+            if calls and signs and not (signed_call or signed(parts)):
                 unsigned.append((index, parts))
             model_before = True
             continue
@@ -147,6 +155,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
             found.wanted.extend(key for part in parts if type(part) is dict and type(call := part.get(CALL)) is dict
                                 and part.get(SIGNATURE) is None and (key := call_key(call)) is not None)
     found.broken = broken
+    found.repeats = repeats or (idless and any(cid.startswith(VIEW_ID) for cid in declared))
     return found
 
 

@@ -6,7 +6,7 @@
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Family = Literal["developer", "vertex"]
@@ -20,18 +20,19 @@ _MAJOR = re.compile(r"(?:.*/)?gemini-(\d+)", re.IGNORECASE)
 class GeminiTarget:
     family: Family = "developer"
     model: str = ""
+    #: Whether the model checks thought signatures on the calls of the current turn (GN-11: Gemini 3 and later). Read
+    #: off the model name once: the serving side keeps a target per path, and every request's check asks.
+    signs_calls: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        major = self.major
+        object.__setattr__(self, "signs_calls", major is not None and major >= 3)
 
     @property
     def major(self) -> int | None:
         """The model's Gemini major version (``3`` for ``gemini-3.5-flash``); None for a name that tells none."""
         found = _MAJOR.match(self.model)
         return int(found.group(1)) if found else None
-
-    @property
-    def signs_calls(self) -> bool:
-        """Whether the model checks thought signatures on the calls of the current turn (GN-11: Gemini 3 and later)."""
-        major = self.major
-        return major is not None and major >= 3
 
     @property
     def takes_ids(self) -> bool:

@@ -104,7 +104,9 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         if role == MODEL:
             calls: list[dict[str, Any]] = []
             pending: list[Any] = []
-            for number, part in enumerate(parts):
+            number = -1  # counted, not ``enumerate``d: an iterator made per content costs more over a long history
+            for part in parts:
+                number += 1
                 call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
                 if type(call) is dict:
                     key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
@@ -123,7 +125,9 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             continue
         run: list[Any] | None = None
         first = len(out)
-        for number, part in enumerate(parts):
+        number = -1
+        for part in parts:
+            number += 1
             response = part.get(RESPONSE) if type(part) is dict else None  # ``function_response``, inlined
             if type(response) is dict:
                 name = name_of(response)
