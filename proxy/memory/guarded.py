@@ -60,8 +60,9 @@ class GuardedStore:
         for result in ("hit", "miss"):  # both series exist from the start: a recall then counts only what it found or missed
             self._counted(self.backend, result, 0)
         # The in-process store itself (a subclass may wait) never waits: each of its operations is done at its first
-        # step, before any timeout could fire, so it is called without one (a timer per operation spared).
-        self._at_once = type(store) is InProcessStore
+        # step, before any timeout could fire, so it is called without one (a timer per operation spared), its recall
+        # not even awaited.
+        self._in_process = store if type(store) is InProcessStore else None
 
     @property
     def available(self) -> bool:
@@ -85,8 +86,8 @@ class GuardedStore:
             self.skipped += 1
             return {}
         try:
-            if self._at_once:
-                return await self.store.recall(tenant, ids)
+            if self._in_process is not None:
+                return self._in_process.recalled(tenant, ids)
             # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
             # with a great many ids takes its time, but does not make the store look slow to everyone else.
             async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
@@ -99,7 +100,7 @@ class GuardedStore:
         # While the store is down the turns are still handed over (a store takes them before it first waits,
         # and writes them when it can), but not waited for: a bound of 0 ends the wait at its first pause.
         down = self._down_since is not None
-        bound = None if self._at_once else asyncio.timeout(0 if down else self.remember_timeout)
+        bound = None if self._in_process is not None else asyncio.timeout(0 if down else self.remember_timeout)
         try:
             if bound is None:
                 await self.store.remember(tenant, turns)
