@@ -308,8 +308,10 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     """``sent`` without the signatures or blobs the upstream refused before in this memory scope (remembered by
     ``_retried``; asked of the store only for a scope this process saw a refusal in), when it carries any."""
     state = exchange.state
+    if not state.refusals.has(exchange.memory):  # the usual answer, and the cheapest question: asked first
+        return sent
     fix = exchange.dialect.remembered_fix(state.policy)
-    if fix is None or fix.blobs is None or not state.refusals.has(exchange.memory):
+    if fix is None or fix.blobs is None:
         return sent
     # Parsing, walking and hashing a large body are work like its repair: beside the event loop too.
     run = _runner(sent.body)

@@ -115,13 +115,21 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 if calls:
                     broken = True  # TM508: content after a call
                     mark(position)
-                if kind == "thinking":
+                if kind == "text":
+                    if block.get("text") == "":
+                        broken = True  # TM504
+                        mark(position)
+                elif kind == "thinking":
                     thinks = True
                     signature = block.get("signature")
-                    unsigned = type(signature) is not str or not signature
-                    signed = signed or not unsigned  # altered_thinking.signed
+                    if type(signature) is str and signature:
+                        signed = True  # altered_thinking.signed
+                        if not thinking_first:
+                            broken = True  # TM509
+                            mark(position)
+                        continue
                     # TM505 (empty and unsigned: a signed empty block is valid), TM506
-                    dropped = unsigned and (block.get("thinking") == "" or strips_unsigned)
+                    dropped = block.get("thinking") == "" or strips_unsigned
                     if dropped or not thinking_first:
                         broken = True  # TM509, TM505, TM506
                         mark(position)
@@ -130,10 +138,6 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     thinks = True
                     if not thinking_first:
                         broken = True  # TM509
-                        mark(position)
-                elif kind == "text":
-                    if block.get("text") == "":
-                        broken = True  # TM504
                         mark(position)
                 elif kind == "tool_result" and empty_text.empty_inside(block):
                     mark(position)  # TM504 edits it (the check lets it through: only the repair's rules are told)
