@@ -71,7 +71,14 @@ class GuardedStore:
     async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         """The remembered turns of ``ids`` (none while the store is down); ``counted`` hears how many ids were
         found (``hit``), not found (``miss``), or not looked up because the store failed or is down (``error``)."""
-        found = await self._recall(tenant, ids)
+        found: dict[str, Turn] = {}
+        if self._down_since is not None:
+            self.skipped += 1
+        else:
+            try:
+                found = self._in_process.recalled(tenant, ids) if self._in_process is not None else await self._recall(tenant, ids)
+            except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the request goes on
+                self._failed("recall", exc)
         if self._down_since is None:
             if found:
                 self._counted(self.backend, "hit", len(found))
@@ -82,19 +89,10 @@ class GuardedStore:
         return found
 
     async def _recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
-        if self._down_since is not None:
-            self.skipped += 1
-            return {}
-        try:
-            if self._in_process is not None:
-                return self._in_process.recalled(tenant, ids)
-            # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
-            # with a great many ids takes its time, but does not make the store look slow to everyone else.
-            async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
-                return await self.store.recall(tenant, ids)
-        except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the request goes on
-            self._failed("recall", exc)
-            return {}
+        # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
+        # with a great many ids takes its time, but does not make the store look slow to everyone else.
+        async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
+            return await self.store.recall(tenant, ids)
 
     async def remember(self, tenant: str, turns: list[Turn]) -> None:
         # While the store is down the turns are still handed over (a store takes them before it first waits,
