@@ -76,8 +76,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         content: Any = message.get("content")
         kind_of_content = type(content)
         if role == "assistant":
-            broken = broken or bool(waiting)  # AM-1 (no user message after the calls)
-            waiting, leading = set(), True
+            if waiting:
+                broken = True  # AM-1 (no user message after the calls)
+                waiting.clear()
+            leading = True
             if kind_of_content is str:
                 if content == "":
                     broken = True  # AM-17
@@ -155,7 +157,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             broken = broken or (folds_system and role == "system")  # TM514
             continue
         if kind_of_content is str:
-            broken = broken or bool(waiting)  # AM-1 / AM-2: text where results belong
+            if waiting:
+                broken = True  # AM-1 / AM-2: text where results belong
             if follows is None:
                 follows = False  # the first message after the last assistant message: no tool results follow it
             if content == "":
