@@ -25,11 +25,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxy.access import Denied
 from proxy.dialects.capture import CaptureLimit
-from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Facts, Planned, RefusalFix, retry
+from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Facts, MemoryLook, Planned, RefusalFix, retry
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import Render
-from proxy.forward import UpstreamError, header_value
+from proxy.forward import UpstreamError
 from proxy.logs import RequestLine
 from proxy.memory.refusals import refused_among, remember_refused
 from proxy.observe import line_of, observe_upstream
@@ -234,8 +234,9 @@ async def _repair_request(exchange: Exchange) -> "Sent":
     planned = await _runner(body)(dialect.plan, exchange.parsed, exchange.profile, exchange.facts, state.policy)
     outgoing: bytes | None = body
     counts, calls = NO_REPAIRS, NO_CALLS
-    if planned is not None:
-        recalled = await state.store.recall(exchange.memory, planned.recall) if planned.recall else {}
+    recalled = await state.store.recall(exchange.memory, planned.recall) if planned is not None and planned.recall else {}
+    # A plan that only looks in memory has nothing to compare when memory holds none of its turns: no repair runs.
+    if planned is not None and (recalled or not isinstance(planned, MemoryLook) or planned.broken):
         if _runner(body, recalled) is _inline:  # on the loop, at once: no client can leave meanwhile
             result, repaired, counts, calls = _repaired(planned, recalled, state.policy, None)
         else:
@@ -307,8 +308,10 @@ async def _unrefused(exchange: Exchange, sent: Sent) -> Sent:
     """``sent`` without the signatures or blobs the upstream refused before in this memory scope (remembered by
     ``_retried``; asked of the store only for a scope this process saw a refusal in), when it carries any."""
     state = exchange.state
+    if not state.refusals.has(exchange.memory):  # the usual answer, and the cheapest question: asked first
+        return sent
     fix = exchange.dialect.remembered_fix(state.policy)
-    if fix is None or fix.blobs is None or not state.refusals.has(exchange.memory):
+    if fix is None or fix.blobs is None:
         return sent
     # Parsing, walking and hashing a large body are work like its repair: beside the event loop too.
     run = _runner(sent.body)
@@ -367,8 +370,14 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
 def _may_refuse(answer: httpx.Response) -> bool:
     """Whether an answer of a status ``Dialect.retries`` names can be a refusal at all: one of status 200 only when it
     is an event stream (whose first event may be one); a JSON success is relayed without a look."""
-    # The raw header, as the relay reads it: httpx's ``headers.get`` decodes every header of the answer first.
-    return answer.status_code != STREAMED or (header_value(answer.headers.raw, b"content-type") or b"").startswith(b"text/event-stream")
+    if answer.status_code != STREAMED:
+        return True
+    # The raw header, as the relay reads it (httpx's ``headers.get`` decodes every header of the answer first), up to its
+    # first occurrence: the relay's value joins every one by ``, ``, which starts as the first does.
+    for name, value in answer.headers.raw:
+        if name.lower() == b"content-type":
+            return value.startswith(b"text/event-stream")
+    return False
 
 
 async def _refusal(answer: httpx.Response) -> Refusal | None:

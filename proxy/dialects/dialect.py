@@ -54,6 +54,15 @@ class Planned(Protocol):
         ...
 
 
+class MemoryLook:
+    """A plan that may be no more than a look in memory (``broken`` False): the check found nothing to repair, only
+    turns memory may hold in another form than the client sent (Messages: signed thinking the client may have
+    altered, AM-13). With none of them recalled there is nothing to compare, and the endpoint runs no repair."""
+
+    __slots__ = ()
+    broken: bool
+
+
 class Dialect(Protocol):
     # Read-only members (properties), so that a dialect may declare them with its own narrower types.
     @property

@@ -60,8 +60,9 @@ class GuardedStore:
         for result in ("hit", "miss"):  # both series exist from the start: a recall then counts only what it found or missed
             self._counted(self.backend, result, 0)
         # The in-process store itself (a subclass may wait) never waits: each of its operations is done at its first
-        # step, before any timeout could fire, so it is called without one (a timer per operation spared).
-        self._at_once = type(store) is InProcessStore
+        # step, before any timeout could fire, so it is called without one (a timer per operation spared), its recall
+        # not even awaited.
+        self._in_process = store if type(store) is InProcessStore else None
 
     @property
     def available(self) -> bool:
@@ -70,7 +71,14 @@ class GuardedStore:
     async def recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
         """The remembered turns of ``ids`` (none while the store is down); ``counted`` hears how many ids were
         found (``hit``), not found (``miss``), or not looked up because the store failed or is down (``error``)."""
-        found = await self._recall(tenant, ids)
+        found: dict[str, Turn] = {}
+        if self._down_since is not None:
+            self.skipped += 1
+        else:
+            try:
+                found = self._in_process.recalled(tenant, ids) if self._in_process is not None else await self._recall(tenant, ids)
+            except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the request goes on
+                self._failed("recall", exc)
         if self._down_since is None:
             if found:
                 self._counted(self.backend, "hit", len(found))
@@ -81,25 +89,16 @@ class GuardedStore:
         return found
 
     async def _recall(self, tenant: str, ids: list[str]) -> dict[str, Turn]:
-        if self._down_since is not None:
-            self.skipped += 1
-            return {}
-        try:
-            if self._at_once:
-                return await self.store.recall(tenant, ids)
-            # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
-            # with a great many ids takes its time, but does not make the store look slow to everyone else.
-            async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
-                return await self.store.recall(tenant, ids)
-        except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the request goes on
-            self._failed("recall", exc)
-            return {}
+        # A store looks ids up ``RECALL_BATCH`` at a time, and each batch gets the whole timeout: a request
+        # with a great many ids takes its time, but does not make the store look slow to everyone else.
+        async with asyncio.timeout(self.recall_timeout * max(1, math.ceil(len(ids) / RECALL_BATCH))):
+            return await self.store.recall(tenant, ids)
 
     async def remember(self, tenant: str, turns: list[Turn]) -> None:
         # While the store is down the turns are still handed over (a store takes them before it first waits,
         # and writes them when it can), but not waited for: a bound of 0 ends the wait at its first pause.
         down = self._down_since is not None
-        bound = None if self._at_once else asyncio.timeout(0 if down else self.remember_timeout)
+        bound = None if self._in_process is not None else asyncio.timeout(0 if down else self.remember_timeout)
         try:
             if bound is None:
                 await self.store.remember(tenant, turns)

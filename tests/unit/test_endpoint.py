@@ -437,3 +437,45 @@ async def test_log_line_has_a_request_id_even_when_the_client_sends_none(upstrea
     request_id = record.request["request_id"]
     assert len(request_id) == 32 and int(request_id, 16) >= 0
     assert response.headers["x-toolmend-request-id"] == request_id
+
+# --- a plan that only looks in memory (Messages: thinking the client may have altered, AM-13) ---------------------
+
+SIGNED = {"type": "thinking", "thinking": "Two lookups:\n\n  weather, then time.  \n", "signature": "EqQBCkgIARABGAIiQLsig3"}
+CALLED = {"type": "tool_use", "id": "toolu_07", "name": "clock", "input": {"tz": "Asia/Tokyo"}}
+
+
+def _signed_loop(thinking: dict) -> dict:
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [
+        {"role": "user", "content": "What time is it in Tokyo?"},
+        {"role": "assistant", "content": [thinking, CALLED]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_07", "content": "09:00"}]},
+    ]}
+
+
+async def test_a_look_in_memory_that_recalls_nothing_runs_no_repair(upstream, monkeypatch):
+    """The latest message's signed thinking is looked up in memory on every such request (AM-13, proactively); when
+    memory holds none of its turns there is nothing to compare, the repair is not asked for, and the client's bytes
+    go upstream. When memory holds the turn, the thinking the client altered is put back as remembered."""
+    from proxy.dialects.messages.plan import MessagesPlan
+
+    route = upstream.post("/messages").mock(return_value=httpx.Response(200, json={"type": "message", "content": []}))
+    repair, asked = MessagesPlan.repair, []
+
+    def counted(plan, *args, **kwargs):
+        asked.append(plan.recall)
+        return repair(plan, *args, **kwargs)
+
+    monkeypatch.setattr(MessagesPlan, "repair", counted)
+    headers = {**AUTH, "anthropic-version": "2023-06-01"}
+    altered = _signed_loop({**SIGNED, "thinking": "Two lookups: weather, then time."})
+    store = InProcessStore(ttl_seconds=60, max_entries=10)
+    async with running_proxy(store=store) as proxy:
+        sent = orjson.dumps(altered)
+        response = await proxy.client.post("/v1/messages", content=sent, headers={**headers, "content-type": "application/json"})
+        assert response.status_code == 200 and "x-toolmend-repairs" not in response.headers
+        assert route.calls.last.request.content == sent and asked == []
+        turn = {"dialect": "messages", "ids": ["toolu_07"], "message_id": "msg_07", "blocks": [SIGNED, CALLED]}
+        await store.remember(f"{tenant_for()}/messages", [turn])
+        response = await proxy.client.post("/v1/messages", content=sent, headers={**headers, "content-type": "application/json"})
+    assert response.headers["x-toolmend-repairs"] == "TM516=1" and asked == [["toolu_07"]]
+    assert orjson.loads(route.calls.last.request.content)["messages"][1]["content"] == [SIGNED, CALLED]

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from proxy.dialects.capture import MAX_ENTRIES, MAX_PARTS, MAX_VALUES, Cut, Readers, bounded, read_answer, too_dense
-from proxy.dialects.messages.blocks import Block, is_tool_use
+from proxy.dialects.messages.blocks import TOOL_USE, Block
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
 
@@ -34,7 +34,7 @@ __all__ = ["CAPTURE", "MessagesStreamCapture", "turns_from_json"]
 
 def _turn(blocks: list[Block], message_id: str | None) -> Turn | None:
     """The turn of one assistant message, or None when it calls no client tool (nothing to re-insert)."""
-    ids = [block["id"] for block in blocks if is_tool_use(block) and type(block.get("id")) is str]
+    ids = [block["id"] for block in blocks if block.get("type") == TOOL_USE and type(block.get("id")) is str]  # ``is_tool_use``: blocks are dicts
     if not ids:
         return None
     return {"dialect": "messages", "ids": ids, "message_id": message_id, "blocks": blocks}

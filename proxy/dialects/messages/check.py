@@ -27,7 +27,6 @@ from proxy.dialects.messages.rules import (
     non_object_input,
     stream_keys,
     system_message,
-    thinking,
     thinking_not_first,
     trailing_thinking,
     unsigned_thinking,
@@ -41,9 +40,9 @@ _THINKING = (THINKING, REDACTED_THINKING)
 
 @dataclass(slots=True)
 class Inspection:
-    broken: bool = False
+    broken: bool
     #: Call ids whose remembered turns the repair may need.
-    wanted: list[str] = field(default_factory=list)
+    wanted: list[str]
     #: Positions of the messages a Messages rule that edits one message at a time (TM502-TM509) may change: the
     #: repair runs those rules over these of the client's messages only (and over the messages the view rebuilt).
     marked: set[int] = field(default_factory=set)
@@ -52,18 +51,18 @@ class Inspection:
 def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     """One pass; the block tests are written out (not the rules' predicates, called per block) to keep it as
     cheap as parsing: each names the rule whose predicate it mirrors."""
-    found = Inspection()
     messages = body.get("messages")
     if type(messages) is not list:
-        return found
+        return Inspection(False, [])
     strips_unsigned = unsigned_thinking in profile.rules
     folds_system = system_message in profile.rules
-    mark = found.marked.add
+    marked: set[int] = set()
+    mark = marked.add
     broken = False
     declared: set[str] = set()
+    calls_made = 0  # tool_use ids met: more than ``declared`` holds when one repeats (AM-6)
     stray: list[str] = []  # results that answer no call of the assistant message just before them
     waiting: set[str] = set()  # calls of the last assistant message not yet answered
-    answered: set[str] = set()  # what the results after that message answered
     leading = False  # still in the leading tool_result blocks after an assistant message
     last = -1  # the last assistant message
     latest_calls: list[str] = []  # its tool_use ids when it holds signed thinking (AM-13: memory tells whether it was altered)
@@ -77,8 +76,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         content: Any = message.get("content")
         kind_of_content = type(content)
         if role == "assistant":
-            broken = broken or bool(waiting)  # AM-1 (no user message after the calls)
-            waiting, answered, leading = set(), set(), True
+            if waiting:
+                broken = True  # AM-1 (no user message after the calls)
+                waiting.clear()
+            leading = True
             if kind_of_content is str:
                 if content == "":
                     broken = True  # AM-17
@@ -92,8 +93,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             called: list[str] = []
             thinking_first = bool(content) and type(content[0]) is dict and content[0].get("type") in _THINKING
             usable = thinking_first  # AM-9: it starts with thinking the API takes (empty or stripped unsigned thinking it does not)
+            kind = None  # the last block's type, once the loop is done (TM507)
             for block in content:
                 if type(block) is not dict:
+                    kind = None
                     if calls:
                         broken = True  # TM508
                         mark(position)
@@ -106,11 +109,7 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     calls = True
                     cid = block.get("id")
                     if type(cid) is str:
-                        if cid in declared:
-                            broken = True  # AM-6 (TM501: every declared id is matched at the end)
-                        declared.add(cid)
-                        waiting.add(cid)
-                        called.append(cid)
+                        called.append(cid)  # AM-6 and TM501 judged on all of them at the end
                     if type(block.get("input")) is not dict:
                         broken = True  # TM503
                         mark(position)
@@ -118,13 +117,21 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 if calls:
                     broken = True  # TM508: content after a call
                     mark(position)
-                if kind == "thinking":
+                if kind == "text":
+                    if block.get("text") == "":
+                        broken = True  # TM504
+                        mark(position)
+                elif kind == "thinking":
                     thinks = True
                     signature = block.get("signature")
-                    unsigned = type(signature) is not str or not signature
-                    signed = signed or not unsigned  # altered_thinking.signed
+                    if type(signature) is str and signature:
+                        signed = True  # altered_thinking.signed
+                        if not thinking_first:
+                            broken = True  # TM509
+                            mark(position)
+                        continue
                     # TM505 (empty and unsigned: a signed empty block is valid), TM506
-                    dropped = unsigned and (block.get("thinking") == "" or strips_unsigned)
+                    dropped = block.get("thinking") == "" or strips_unsigned
                     if dropped or not thinking_first:
                         broken = True  # TM509, TM505, TM506
                         mark(position)
@@ -134,15 +141,15 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     if not thinking_first:
                         broken = True  # TM509
                         mark(position)
-                elif kind == "text":
-                    if block.get("text") == "":
-                        broken = True  # TM504
-                        mark(position)
                 elif kind == "tool_result" and empty_text.empty_inside(block):
                     mark(position)  # TM504 edits it (the check lets it through: only the repair's rules are told)
-            if content and type(content[-1]) is dict and content[-1].get("type") in _THINKING:
+            if kind in _THINKING:
                 broken = True  # TM507
                 mark(position)
+            if called:
+                calls_made += len(called)
+                declared.update(called)
+                waiting = set(called)
             latest_called, latest_usable, latest_thinks = called, usable, thinks
             latest_calls = called if signed else []
             continue
@@ -150,7 +157,8 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             broken = broken or (folds_system and role == "system")  # TM514
             continue
         if kind_of_content is str:
-            broken = broken or bool(waiting)  # AM-1 / AM-2: text where results belong
+            if waiting:
+                broken = True  # AM-1 / AM-2: text where results belong
             if follows is None:
                 follows = False  # the first message after the last assistant message: no tool results follow it
             if content == "":
@@ -171,12 +179,9 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     broken = True  # no id to pair it by (TM106)
                 elif leading and cid in waiting:
                     waiting.discard(cid)
-                    answered.add(cid)
                 else:
                     broken = True  # AM-2 (after other content), AM-4 (not the previous message's call), AM-5 (answered twice)
-                    if cid not in answered:
-                        stray.append(cid)
-                        answered.add(cid)
+                    stray.append(cid)
                 # TM501: a result answering a call has the call's id, which is declared (and matched at the end); any
                 # other result is broken already
                 inner = block.get("content")
@@ -200,20 +205,23 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                     mark(position)
             elif type(block) is dict and "index" in block:
                 mark(position)  # TM502 edits it (the check lets it through: only the repair's rules are told)
-    broken = broken or bool(waiting) or not all_id_characters(declared)  # AM-1 (the history ends on unanswered calls), TM501
-    found.wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared]
-    found.wanted += latest_calls
+    # AM-1 (the history ends on unanswered calls), AM-6 (an id declared twice), TM501
+    broken = broken or bool(waiting) or calls_made != len(declared) or not all_id_characters(declared)
+    # Orphan results (AM-4) want their calls; a stray result of a declared call is broken, with nothing to recall.
+    wanted = [cid for cid in dict.fromkeys(stray) if cid and cid not in declared] if stray else []
+    wanted += latest_calls
     # AM-9 and AM-11 on the assistant message of the turn in progress: the last one, when it ends the request or tool
     # results follow it (``thinking.turn_of``). A final tool turn without usable thinking wants its calls (memory may hold it).
-    mode = thinking.requested(body)
-    if last >= 0 and mode != "adaptive" and (follows or last == len(messages) - 1):
-        if mode == "disabled":
-            broken = broken or latest_thinks  # AM-11
-        elif follows and not latest_usable:
-            broken = True  # AM-9
-            found.wanted += latest_called
-    found.broken = broken
-    return found
+    if last >= 0 and (follows or last == len(messages) - 1):
+        requested = body.get("thinking")  # ``thinking.requested``: the mode is the object's ``type``
+        mode = requested.get("type") if type(requested) is dict else None
+        if mode == "enabled":
+            if follows and not latest_usable:
+                broken = True  # AM-9
+                wanted += latest_called
+        elif mode != "adaptive":
+            broken = broken or latest_thinks  # AM-11 (thinking disabled)
+    return Inspection(broken, wanted, marked)
 
 
 #: How each Messages rule that edits one message at a time (``rules/edit.py``) edits a message; TM506's comes apart, as

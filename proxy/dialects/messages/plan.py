@@ -17,7 +17,7 @@ sent goes through the ``retry`` phase (TM513, TM510) to be sent once more; its f
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.dialects.dialect import viewed
+from proxy.dialects.dialect import MemoryLook, viewed
 from proxy.dialects.messages.check import inspect, may_change
 from proxy.dialects.messages.rules import PIPELINE, altered_thinking, refused_signature, system_message, thinking, unsigned_thinking
 from proxy.dialects.messages.rules.edit import Pending
@@ -32,7 +32,7 @@ from proxy.turns import dialect_of
 
 
 @dataclass(slots=True)  # not frozen: made for every request with signed thinking, and a frozen one is slower to make
-class MessagesPlan:
+class MessagesPlan(MemoryLook):
     body: dict[str, Any]
     profile: Profile
     recall: list[str]
@@ -40,7 +40,8 @@ class MessagesPlan:
     #: those rules walk every message).
     marked: frozenset[int] | None = None
     #: Whether the check found something to repair; when not, the plan is only a look in memory for thinking the
-    #: client may have altered (AM-13), and a history memory agrees with is not read at all.
+    #: client may have altered (AM-13), and a history memory agrees with is not read at all (with nothing recalled,
+    #: the endpoint does not ask for the repair: ``MemoryLook``).
     broken: bool = True
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
@@ -115,4 +116,6 @@ def plan(body: dict[str, Any], profile: Profile) -> MessagesPlan | None:
     found = inspect(body, profile)
     if not found.broken and not found.wanted:
         return None
-    return MessagesPlan(body, profile, list(dict.fromkeys(found.wanted)), frozenset(found.marked), found.broken)
+    # A history the check passes has no ids twice: what it wants then is the latest message's calls, each once.
+    wanted = list(dict.fromkeys(found.wanted)) if found.broken else found.wanted
+    return MessagesPlan(body, profile, wanted, frozenset(found.marked), found.broken)
