@@ -145,6 +145,9 @@ class Budget:
 
     entries: int = MAX_ENTRIES
     values: int = MAX_VALUES
+    #: The entries are the reader's own (parsed for this answer, shared with nothing): ``bounded`` walks them for the
+    #: bounds and keeps them as they are, without copying them.
+    owned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,8 @@ class CaptureLimit:
 
 
 _NESTED = (dict, list)
+#: The same, for asking in C whether a container holds another (``set.isdisjoint`` of its values' types).
+_CONTAINERS = frozenset(_NESTED)
 
 
 class _Over(Exception):
@@ -191,9 +196,10 @@ def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut, b
     ``part_of_turn`` says are (objects, by the dialect's test), each at most MAX_DEPTH deep, while the budget has
     values left. The entries looked at and the values copied (those of an entry left out too, so the work is bounded
     by it) are taken from ``budget``, which the turns of one answer share (a new one when None: the answer's only
-    turn). ``cut`` counts every entry left out."""
+    turn). ``cut`` counts every entry left out. Entries the budget says are ``owned`` are kept themselves, not copied."""
     kept: list[dict[str, Any]] = []
     budget = Budget() if budget is None else budget
+    keep = _walked if budget.owned else _copied
     for seen, entry in enumerate(entries):
         if budget.entries <= 0 or budget.values <= 0:
             cut.entries += len(entries) - seen
@@ -203,7 +209,7 @@ def bounded(entries: list[Any], part_of_turn: Callable[[Any], bool], cut: Cut, b
             cut.entries += 1
             continue
         try:
-            kept.append(_copied(entry, 1, budget))
+            kept.append(keep(entry, 1, budget))
         except _Over:
             cut.entries += 1
     return kept
@@ -217,6 +223,22 @@ def _copied(value: Any, depth: int, budget: Budget) -> Any:
     if type(value) is dict:
         return {key: _copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for key, inner in value.items()}
     return [_copied(inner, depth + 1, budget) if type(inner) in _NESTED else inner for inner in value]
+
+
+def _walked(value: Any, depth: int, budget: Budget) -> Any:
+    """The container at ``depth`` itself, once its own values and those of every container in it are counted against
+    ``budget`` as ``_copied`` counts them (raising ``_Over`` where it would)."""
+    budget.values -= len(value)
+    if budget.values < 0 or depth > MAX_DEPTH:
+        raise _Over
+    inner = value.values() if type(value) is dict else value
+    if not _CONTAINERS.isdisjoint(map(type, inner)):  # most containers hold scalars alone: asked in C, no walk
+        if depth == MAX_DEPTH:
+            raise _Over  # what it holds is a level too deep, empty or not
+        for nested in inner:
+            if type(nested) in _NESTED and nested:  # an empty one adds no values
+                _walked(nested, depth + 1, budget)
+    return value
 
 
 def read_answer(body: bytes | bytearray | memoryview | str, cut: Cut) -> Any:

@@ -37,6 +37,27 @@ class ResponsesDialect(ListHistory):
                      RefusalFix(unknown_item.refused, retried_unknown, status=unknown_item.STATUS))
     error = staticmethod(error_response)
 
+    def __init__(self) -> None:
+        # What ``retries`` and ``remembered_fix`` answered under the latest policy asked (a frozen one; the operator's
+        # is the same for every answer): one tuple, replaced whole, so a reader never mixes two policies' answers.
+        self._known: tuple[Policy | None, dict[int, bool], RefusalFix | None] = (None, {}, None)
+
+    def _under(self, policy: Policy) -> tuple[Policy | None, dict[int, bool], RefusalFix | None]:
+        self._known = (policy, {}, super().remembered_fix(policy))
+        return self._known
+
+    def retries(self, status: int, policy: Policy) -> bool:
+        """As every dialect's, kept per policy: every answer asks."""
+        known = known if (known := self._known)[0] is policy else self._under(policy)
+        retried = known[1].get(status)
+        if retried is None:
+            retried = known[1][status] = super().retries(status, policy)
+        return retried
+
+    def remembered_fix(self, policy: Policy) -> RefusalFix | None:
+        """As every dialect's, kept per policy: every request asks."""
+        return (known if (known := self._known)[0] is policy else self._under(policy))[2]
+
     def profile(self, name: str) -> Profile:
         return responses_profile(name)
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.dialects.capture import MAX_ENTRIES, Cut, Readers, bounded, read_answer
-from proxy.dialects.responses.items import call_id_of, is_call, message_key
+from proxy.dialects.capture import MAX_ENTRIES, Budget, Cut, Readers, bounded, read_answer
+from proxy.dialects.responses.items import CALL_TYPES
 from proxy.dialects.sse import EventStreamReader
 from proxy.turns import Turn
 
@@ -47,15 +47,20 @@ def _turns(items: list[dict[str, Any]], response_id: str | None) -> list[Turn]:
     calls: list[str] = []
     messages: list[str] = []
     called = reasoned = False
-    for item in items:  # one pass, asking each item its kind once (items.recall_key, in two halves)
-        if is_call(item):
+    for item in items:  # one pass, asking each item its kind once: items.recall_key, written out (runs on every answer)
+        kind = item.get("type", "message")
+        if type(kind) is str and kind in CALL_TYPES:  # items.is_call
             called = True
-            if (key := call_id_of(item)) is not None:
+            key = item.get("call_id")  # items.call_id_of of a call
+            if type(key) is str and key:
                 calls.append(key)
+        elif kind == "message":
+            if item.get("role") == "assistant":  # items.message_key
+                key = item.get("id")
+                if type(key) is str and key:
+                    messages.append(key)
         else:
-            if (key := message_key(item)) is not None:
-                messages.append(key)
-            reasoned = reasoned or item.get("type") == "reasoning"
+            reasoned = reasoned or kind == "reasoning"
     if not called and not (messages and reasoned):
         return []
     ids = list(dict.fromkeys([*calls, *messages]))
@@ -85,7 +90,7 @@ def turns_from_json(body: bytes | bytearray | memoryview | str, cut: Cut | None 
         output = obj.get("output")
         if type(output) is not list:
             return []
-        return _turns(bounded(output, is_item, cut), _response_id(obj))
+        return _turns(bounded(output, is_item, cut, Budget(owned=True)), _response_id(obj))
     except Exception:  # noqa: BLE001 - remembering is best effort: an answer toolmend cannot read is relayed unremembered
         return []
 

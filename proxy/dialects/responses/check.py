@@ -9,24 +9,25 @@ Requests that only need a look in memory are planned too; when memory has nothin
 as the client's bytes.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from proxy.dialects.ids import all_id_characters
 from proxy.dialects.responses.items import CALL_TYPES, OUTPUT_TYPES, call_id_of
 from proxy.dialects.responses.rules import bad_item_id, dangling_reasoning
-from proxy.dialects.responses.rules.previous import previous_id
 from proxy.repair.profile import Profile
 
 
 @dataclass(slots=True)
 class Inspection:
-    broken: bool = False
+    """What the check found in an input that needs the rules or a look in memory."""
+
+    broken: bool
     #: Call ids (and a previous response id) whose remembered turns the repair may need.
-    wanted: list[str] = field(default_factory=list)
+    wanted: list[str]
     #: Items with a server id after some reasoning: worth a look in memory (was it their own reasoning? TM405)
     #: only when the request is repaired anyway; a valid input is not made to wait for the store.
-    reasoned: list[str] = field(default_factory=list)
+    reasoned: list[str]
 
 
 _MISSING = object()
@@ -36,16 +37,18 @@ _PREFIXES = {kind: prefix + "_" for kind, prefix in bad_item_id.PREFIX.items()}
 _NOT_PRODUCED = dangling_reasoning.NOT_PRODUCED
 
 
-def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
-    """One pass over ``input``. The rules' own tests are inlined (each line names the rule it mirrors): this runs
-    on every request, and a call per item per test cost 1.6 times the parse of the body."""
-    found = Inspection()
+def inspect(body: dict[str, Any], profile: Profile) -> Inspection | None:
+    """One pass over ``input``; None when it needs nothing (most requests). The rules' own tests are inlined (each
+    line names the rule it mirrors): this runs on every request, and a call per item per test cost 1.6 times the
+    parse of the body."""
     items = body.get("input")
     if type(items) is not list:
-        return found  # a plain text prompt: no history
-    chained = previous_id(body)
-    if chained is not None:
-        found.wanted.append(chained)
+        return None  # a plain text prompt: no history
+    chained = body.get("previous_response_id")  # previous.previous_id, written out
+    if type(chained) is not str or not chained:
+        chained = None
+    wanted: list[str] = [] if chained is None else [chained]
+    reasoned_ids: list[str] = []
     store_off = body.get("store") is False
     longest = profile.max_id_length
     declared: set[str] = set()
@@ -53,16 +56,22 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
     named: list[str] = []  # the ids whose characters TM404 judges
     referenced: list[str] = []  # item_reference ids: none may repeat another id either (TM403)
     reasoned = False  # a reasoning item stands before, in the current run of what the model made (TM405)
-    last = len(items) - 1
+    # The item before was reasoning: this one must be what it produced (TM406, RS-6: dangling_reasoning.produced_by_model).
+    produced = False
     broken = False
-    wanted, reasoned_ids = found.wanted, found.reasoned
-    for position, item in enumerate(items):
-        if type(item) is not dict or type(kind := item.get("type", "message")) is not str:
-            reasoned = False
-            continue  # not ours to judge (a ``type`` that is a list or an object too): forwarded as sent
+    for item in items:
+        try:  # of what JSON parses to, only an object has ``get``: no test of the type on the hot path
+            kind = item.get("type", "message")
+        except AttributeError:
+            broken = broken or produced  # TM406: no item follows that reasoning
+            reasoned = produced = False
+            continue  # not ours to judge: forwarded as sent
         key = item.get("id", _MISSING)
         if kind == "message":  # the most common item, judged in a branch of its own
             assistant = item.get("role") == "assistant"
+            if produced:
+                broken = broken or not assistant  # TM406: a client's message is not what reasoning produced
+                produced = False
             if key is not _MISSING:
                 if type(key) is not str:
                     broken = True  # TM404 (RS-12); under store: false an id on an item that carries its content is taken
@@ -76,6 +85,12 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
             # ends the run (dangling_reasoning.produced_by_model).
             reasoned = reasoned and assistant
             continue
+        if type(kind) is not str:
+            reasoned = produced = False
+            continue  # not ours to judge (a ``type`` that is a list or an object), nor what reasoning produced
+        if produced:
+            broken = broken or kind in OUTPUT_TYPES or kind in _NOT_PRODUCED  # TM406 (RS-6)
+            produced = False
         if key is not _MISSING:
             if type(key) is not str:
                 broken = True  # TM404 (RS-12)
@@ -88,18 +103,9 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
                 if (prefix := _PREFIXES.get(kind)) is not None and not key.startswith(prefix):
                     broken = True
         if kind == "reasoning":
-            reasoned = True
-            # dangling_reasoning.produced_by_model of the next item
-            following = items[position + 1] if position < last else None
-            if type(following) is not dict:
-                produced = False
-            elif type(then := following.get("type", "message")) is not str:
-                produced = True  # not ours to judge
-            else:
-                produced = (following.get("role") == "assistant" if then == "message"
-                            else then not in OUTPUT_TYPES and then not in _NOT_PRODUCED)
-            if (store_off and not item.get("encrypted_content")) or not produced:
-                broken = True  # TM407; TM406 (RS-6)
+            reasoned = produced = True
+            if store_off and not item.get("encrypted_content"):
+                broken = True  # TM407
             continue
         if kind in CALL_TYPES:
             cid = item.get("call_id")  # items.call_id_of (a call's is always its call_id)
@@ -136,9 +142,10 @@ def inspect(body: dict[str, Any], profile: Profile) -> Inspection:
         else:
             reasoned = reasoned and kind not in _NOT_PRODUCED
     ids = named + referenced if referenced else named
-    found.broken = (broken or bool(declared - answered) or not all_id_characters(named)  # TM104 (RS-1, RS-2), TM404
-                    or len(set(ids)) != len(ids) or (profile.adjacent_results and interleaved(items)))  # TM403 (RS-9), TM103
-    return found
+    broken = (broken or produced or not declared <= answered  # TM406 (the input ends on reasoning), TM104 (RS-1, RS-2)
+              or not all_id_characters(named) or len(set(ids)) != len(ids)  # TM404, TM403 (RS-9)
+              or (profile.adjacent_results and interleaved(items)))  # TM103
+    return Inspection(broken, wanted, reasoned_ids) if broken or wanted else None
 
 
 def interleaved(items: list[Any]) -> bool:

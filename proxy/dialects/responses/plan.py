@@ -108,6 +108,6 @@ def _retried(body: dict[str, Any], profile: Profile, policy: Policy, leaving: Le
 
 def plan(body: dict[str, Any], profile: Profile) -> ResponsesPlan | None:
     found = inspect(body, profile)
-    if not found.broken and not found.wanted:
+    if found is None:
         return None
     return ResponsesPlan(body, profile, list(dict.fromkeys([*found.wanted, *(found.reasoned if found.broken else ())])))
