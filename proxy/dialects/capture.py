@@ -233,8 +233,9 @@ def _walked(value: Any, depth: int, budget: Budget) -> Any:
         raise _Over
     inner = value.values() if type(value) is dict else value
     if not _CONTAINERS.isdisjoint(map(type, inner)):  # most containers hold scalars alone: asked in C, no walk
-        if depth == MAX_DEPTH:
-            raise _Over  # what it holds is a level too deep, empty or not
+        if depth == MAX_DEPTH:  # what it holds is a level too deep, empty or not: charged as _copied charges it
+            budget.values -= len(next(nested for nested in inner if type(nested) in _NESTED))
+            raise _Over
         for nested in inner:
             if type(nested) in _NESTED and nested:  # an empty one adds no values
                 _walked(nested, depth + 1, budget)

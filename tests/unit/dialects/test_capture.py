@@ -41,6 +41,16 @@ def test_owned_entries_keep_the_bounds_of_copied_ones() -> None:
     assert bounded([empty_too_deep], is_item, Cut(), Budget(owned=True)) == bounded([empty_too_deep], is_item, Cut()) == []
 
 
+def test_an_owned_entry_left_out_too_deep_takes_the_values_a_copy_would() -> None:
+    """The too-deep container's values count before the entry is left out, so a wide entry after it is cut either way."""
+    half = MAX_VALUES // 2 + 1
+    deep = {**CALL, "id": "fc_deeper", "payload": nested(MAX_DEPTH - 1, [0] * half)}
+    wide = {**CALL, "id": "fc_wide", "rows": [0] * half}
+    owned_cut, copied_cut = Cut(), Cut()
+    assert bounded([deep, wide], is_item, owned_cut, Budget(owned=True)) == bounded([deep, wide], is_item, copied_cut) == []
+    assert owned_cut.entries == copied_cut.entries == 2
+
+
 def test_a_responses_json_answer_keeps_its_items_within_bounds() -> None:
     deep = {**CALL, "id": "fc_deeper", "call_id": "call_2", "payload": nested(MAX_DEPTH)}
     cut = Cut()
