@@ -97,7 +97,8 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         if type(parts) is not list:
             view.read_parts.append([])
             entry = {"role": "item", "content": None, NATIVE: content}
-            origin[id(entry)], position[id(entry)] = at, index
+            made = id(entry)
+            origin[made], position[made] = at, index
             out.append(entry)
             continue
         view.read_parts.append(parts)
@@ -120,7 +121,8 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
             else:
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
-            origin[id(entry)], position[id(entry)] = at, index
+            made = id(entry)
+            origin[made], position[made] = at, index
             out.append(entry)
             continue
         run: list[Any] | None = None
@@ -142,11 +144,13 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             else:
                 run.append(part)
                 continue
-            origin[id(entry)], position[id(entry)] = at, index
+            made = id(entry)
+            origin[made], position[made] = at, index
             out.append(entry)
         if len(out) == first:
             entry = {"role": "user", "content": [], NATIVE: content}
-            origin[id(entry)], position[id(entry)] = at, index
+            made = id(entry)
+            origin[made], position[made] = at, index
             out.append(entry)
     view.kept.extend(out)
     return view
