@@ -90,6 +90,45 @@ def orphan_call_ids(messages: Any) -> list[str]:
                               and rid not in declared))
 
 
+class Pairing:
+    """Where the calls and results of a message list stand, read in one walk: what the structural rules ask of the
+    whole history, so that rules that follow one another without changing it do not each walk it again
+    (``Context.pairing``). Positions are indices into the list as it was walked."""
+
+    __slots__ = ("declares", "repeated", "results", "tools", "turns")
+
+    def __init__(self, messages: list[Message]) -> None:
+        #: Every call turn (``is_call_turn``): its position and the end of the block of tool messages after it
+        #: (``block_end``), in order.
+        self.turns: list[tuple[int, int]] = []
+        #: Every tool message with an id (``result_id``): its position, its id, and the position of the call turn whose
+        #: block it stands in (-1: none), in order.
+        self.results: list[tuple[int, str, int]] = []
+        #: Each declared id (``declared_ids``) -> the position of the latest assistant message declaring it.
+        self.declares: dict[str, int] = {}
+        self.repeated = False  # whether some id is declared twice
+        self.tools = False  # whether there is any tool message (``is_tool``)
+        block = -1  # the call turn whose block the walk is in
+        for position, message in enumerate(messages):
+            role = message.get("role") if type(message) is dict else None
+            if role == "tool":
+                self.tools = True
+                if type(rid := message.get("tool_call_id")) is str and rid:  # result_id
+                    self.results.append((position, rid, block))
+                continue
+            if block >= 0:
+                self.turns.append((block, position))
+            block = -1
+            if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:  # is_call_turn
+                block = position
+                for call in calls:
+                    if (cid := call_id(call)) is not None:
+                        self.repeated = self.repeated or cid in self.declares
+                        self.declares[cid] = position
+        if block >= 0:
+            self.turns.append((block, len(messages)))
+
+
 def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:
     """Every call object of every assistant message: (message position, message, call number, call)."""
     for position, message in enumerate(messages):
