@@ -108,25 +108,29 @@ class Pairing:
         self.declares: dict[str, int] = {}
         self.repeated = False  # whether some id is declared twice
         self.tools = False  # whether there is any tool message (``is_tool``)
+        # Written out with locals (and ``call_id``, ``result_id``, ``is_call_turn`` inlined): this walks every message.
+        turns, results, declares = self.turns, self.results, self.declares
+        repeated = tools = False
         block = -1  # the call turn whose block the walk is in
         for position, message in enumerate(messages):
             role = message.get("role") if type(message) is dict else None
             if role == "tool":
-                self.tools = True
-                if type(rid := message.get("tool_call_id")) is str and rid:  # result_id
-                    self.results.append((position, rid, block))
+                tools = True
+                if type(rid := message.get("tool_call_id")) is str and rid:
+                    results.append((position, rid, block))
                 continue
             if block >= 0:
-                self.turns.append((block, position))
+                turns.append((block, position))
             block = -1
-            if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:  # is_call_turn
+            if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
                 block = position
                 for call in calls:
-                    if (cid := call_id(call)) is not None:
-                        self.repeated = self.repeated or cid in self.declares
-                        self.declares[cid] = position
+                    if type(call) is dict and type(cid := call.get("id")) is str and cid:
+                        repeated = repeated or cid in declares
+                        declares[cid] = position
         if block >= 0:
-            self.turns.append((block, len(messages)))
+            turns.append((block, len(messages)))
+        self.repeated, self.tools = repeated, tools
 
 
 def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:

@@ -238,30 +238,12 @@ def view_turn(turn: Turn) -> Turn:
     return {"dialect": "gemini", "tool_calls": calls, "content": None, "reasoning_content": None}
 
 
-class _CallNames:
-    """Every call's name by its id in the entries, for the responses the rules made up: read at the first one."""
-
-    __slots__ = ("entries", "known")
-
-    def __init__(self, entries: list[Message]) -> None:
-        self.entries = entries
-        self.known: dict[Any, Any] | None = None
-
-    def get(self, key: Any) -> Any:
-        if self.known is None:
-            self.known = {call["id"]: call["function"]["name"] for entry in self.entries
-                          if type(calls := entry.get("tool_calls")) is list
-                          for call in calls if type(call) is dict and type(call.get("function")) is dict}
-        return self.known.get(key)
-
-
 def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[Any]:
     """The contents of ``entries`` (the view the rules left), in its order; copies are added to ``origin``. A response
-    the rules made up is named after the call of its id."""
+    the rules made up is written under the ``name`` TM606 gave its entry (its call's)."""
     out: list[Any] = []
     groups: list[tuple[int | None, bool | None, list[Message]]] = []  # (content position, model side or None: item, entries)
     position = view.position
-    names = _CallNames(entries)
     placed = view.placed
     last_at: int | None = None
     last_side: bool | None = None  # the last group's side; None before the first and after an item
@@ -286,7 +268,7 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
             placed.append(at)
             continue
         model = side
-        parts = _model_parts(group) if model else _user_parts(group, names)
+        parts = _model_parts(group) if model else _user_parts(group)
         if at is None:
             made = {"role": MODEL if model else USER, "parts": parts}
             out.append(made)
@@ -305,7 +287,7 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
     return out
 
 
-def _user_parts(entries: list[Message], names: _CallNames) -> list[Any]:
+def _user_parts(entries: list[Message]) -> list[Any]:
     parts: list[Any] = []
     for entry in entries:
         if entry.get("role") == "user":
@@ -314,7 +296,7 @@ def _user_parts(entries: list[Message], names: _CallNames) -> list[Any]:
         key = entry.get("tool_call_id")
         native = entry.get(NATIVE)
         if native is None:  # a response the rules made up for an unanswered call (GN-1)
-            response: dict[str, Any] = {"name": names.get(key), "response": {"error": entry.get("content")}}
+            response: dict[str, Any] = {"name": entry.get("name"), "response": {"error": entry.get("content")}}
             if not is_view_id(key):
                 response["id"] = key
             parts.append({RESPONSE: response})
