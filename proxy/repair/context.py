@@ -53,6 +53,11 @@ class Context:
             kept = self._pairing = (self.messages, len(self.findings), Pairing(self.messages))
         return kept[2]
 
+    def paired(self, pairing: Pairing) -> None:
+        """Take ``pairing`` as where the calls and results of ``messages`` stand: a dialect's view, which walks the
+        history as it reads it, hands it over, so that the first rule that asks does not walk it again."""
+        self._pairing = (self.messages, len(self.findings), pairing)
+
     def index_of(self, message: Any, fallback: int = 0) -> int:
         return self.origin.get(id(message), fallback)
 

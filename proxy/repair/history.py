@@ -4,7 +4,7 @@ A *call turn* is an assistant message with a non-empty ``tool_calls`` list. Its 
 ``tool`` messages directly after it; rule S1 wants exactly one result per declared id in that block.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeGuard
 
 Message = dict[str, Any]
@@ -97,7 +97,7 @@ class Pairing:
 
     __slots__ = ("declares", "repeated", "results", "tools", "turns")
 
-    def __init__(self, messages: list[Message]) -> None:
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
         #: Every call turn (``is_call_turn``): its position and the end of the block of tool messages after it
         #: (``block_end``), in order.
         self.turns: list[tuple[int, int]] = []

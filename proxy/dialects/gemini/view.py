@@ -21,7 +21,7 @@ after the client's own parts of that content that memory does not hold.
 """
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import is_
@@ -32,7 +32,7 @@ import orjson
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.gemini.keys import call_key
 from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, id_of, name_of
-from proxy.repair.history import Message
+from proxy.repair.history import Message, Pairing
 from proxy.turns import Turn
 
 #: Key of a view entry or call holding what it stands for (a call or ``tool`` entry: its part; others: the content).
@@ -71,6 +71,8 @@ class View:
     read_parts: list[list[Any]] = field(default_factory=list)
     kept: list[Message] = field(default_factory=list)
     placed: list[int | None] = field(default_factory=list)
+    #: Where the calls and results of ``entries`` stand as read (what ``Pairing(entries)`` would walk to find).
+    pairing: Pairing = field(default_factory=Pairing)
 
 
 def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list[Any]) -> dict[str, Any]:
@@ -88,7 +90,10 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
     view = View(contents)
     out, position = view.entries, view.position
     unanswered = _Unanswered()
-    declared: set[str] = set()  # the calls' own ids, so far
+    # The pairing, as the entries are made: each call's id (its own, or a view id) declared by its entry; each
+    # response's entry in the block of the latest call entry while every entry since that one is one of its responses.
+    turns, results, declared = view.pairing.turns, view.pairing.results, view.pairing.declares
+    turn, answered = -1, 0  # the latest call entry, and how many responses follow it directly
     entry: Message
     for index, content in enumerate(contents):
         at = origin.get(id(content), index)
@@ -111,13 +116,18 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
                 call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
                 if type(call) is dict:
                     key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
-                    declared.add(key)
+                    if key in declared:
+                        view.pairing.repeated = True
+                    declared[key] = len(out)
                     calls.append(view_call(part, call, key, pending))
                     pending = []
                 else:
                     pending.append(part)
             if calls:
                 unanswered = _Unanswered(calls)
+                if turn >= 0:
+                    turns.append((turn, turn + 1 + answered))
+                turn, answered = len(out), 0
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
             else:
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
@@ -137,6 +147,10 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
                 entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
                 if name is not None:
                     entry["name"] = name
+                block = turn if len(out) == turn + 1 + answered else -1
+                results.append((len(out), key, block))
+                if block >= 0:
+                    answered += 1
                 run = None
             elif run is None:
                 run = [part]
@@ -152,11 +166,14 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             made = id(entry)
             origin[made], position[made] = at, index
             out.append(entry)
+    if turn >= 0:
+        turns.append((turn, turn + 1 + answered))
+    view.pairing.tools = bool(results)  # every response's entry has an id
     view.kept.extend(out)
     return view
 
 
-def _answering(key: str | None, name: str | None, declared: set[str], unanswered: "_Unanswered") -> str | None:
+def _answering(key: str | None, name: str | None, declared: Container[str], unanswered: "_Unanswered") -> str | None:
     """The id of the call a response answers: its own id when a call declared it; else the first unanswered call of
     its name (or by position) in the latest call content, one without an id of its own when the response has one
     (an id answers no other id); else its own id (an orphan, recalled by it)."""

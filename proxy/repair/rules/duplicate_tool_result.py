@@ -31,11 +31,11 @@ def apply(ctx: Context) -> None:
     messages = ctx.messages
     first: dict[str, Message] = {}
     # The results before the first repeated one, each the first of its id; the rule's work starts there.
-    for at, rid, _ in ctx.pairing().results:
-        if rid in first:
+    for at, read, _ in ctx.pairing().results:
+        if read in first:
             start = at
             break
-        first[rid] = messages[at]
+        first[read] = messages[at]
     else:
         return
     # The history is copied without the repeated results, not edited by ``del``: each deletion would move every later

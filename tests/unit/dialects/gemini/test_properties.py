@@ -27,7 +27,9 @@ from proxy.dialects.gemini.keys import turn_ids
 from proxy.dialects.gemini.plan import plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.target import GeminiTarget
+from proxy.dialects.gemini.view import read
 from proxy.repair import Policy
+from proxy.repair.history import Pairing
 from tests.support.gemini_validator import ServerState, check
 from tests.support.hypothesis_budget import examples
 
@@ -255,3 +257,34 @@ def test_the_rules_over_the_marked_contents_repair_as_over_every_content(history
     marked, walked = planned.repair(recalled, policy), dataclasses.replace(planned, marked=None, repeats=True).repair(recalled, policy)
     assert orjson.dumps(marked.body) == orjson.dumps(walked.body)
     assert marked.findings == walked.findings and marked.rejected == walked.rejected
+
+
+def _fields(pairing: Pairing) -> tuple[Any, ...]:
+    return pairing.turns, pairing.results, pairing.declares, pairing.repeated, pairing.tools
+
+
+@config(150)
+@given(valid_histories(), st.lists(st.sampled_from(BREAKERS), max_size=3), st.data())
+def test_the_view_pairs_its_entries_as_a_walk_of_them_does(history: History, breakers: list[Breaker], data: st.DataObject) -> None:
+    """The view hands the structural rules where its calls and results stand as it reads them (``View.pairing``): what a
+    walk of its entries finds (``Pairing``), on contents as sent (before the Gemini rules shape them)."""
+    for breaker in breakers:
+        breaker(history, data.draw)
+    view = read(history.contents, {})
+    assert _fields(view.pairing) == _fields(Pairing(view.entries))
+
+
+def test_the_view_pairs_odd_contents_as_a_walk_of_them_does() -> None:
+    call = {"functionCall": {"name": "f"}}
+    contents = [
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},  # before any call
+        {"role": "model", "parts": [call, {"functionCall": {"id": "a", "name": "g"}}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "g"}}]},  # the same id again, right after
+        {"role": "user", "parts": [{"functionResponse": {"id": "a", "name": "g", "response": {}}}, {"text": "and"},
+                                   {"functionResponse": {"name": "f", "response": {}}}]},
+        "not a content", {"role": "function", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+        {"role": "model", "parts": [{"text": "done"}]}, {"parts": []}, {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+    ]
+    view = read(contents, {})
+    assert view.pairing.repeated and _fields(view.pairing) == _fields(Pairing(view.entries))
