@@ -18,9 +18,6 @@ Good:
     {"role": "user", "content": "Never mind, just say hi."}
 """
 
-from collections.abc import Collection
-from typing import Any
-
 from proxy.repair.context import Context
 from proxy.repair.history import Message, declared_ids
 from proxy.repair.rule import Rule
@@ -38,15 +35,12 @@ def apply(ctx: Context) -> None:
     # first unanswered call on, in slices: ``messages[copied:]`` is not in ``out`` yet.
     out: list[Message] = []
     copied = 0
+    # (call turn, id) for each result in the block of a call turn (a declared id is a non-empty string: a result
+    # without one answers none).
+    answered = {(block, rid) for _, rid, block in pairing.results if block >= 0}
     for turn, end in pairing.turns:
         m = messages[turn]
-        # The ids the block answers. A list is searched faster than a set is built for the few results of a block; a
-        # long block, or one with an id that is no string (which a set may refuse: unhashable), gets the set the rule
-        # always built.
-        block = [messages[k].get("tool_call_id") for k in range(turn + 1, end)]
-        plain = all(type(rid) is str for rid in block)
-        answered: Collection[Any] = block if plain and len(block) <= 8 else set(block)
-        missing = [cid for cid in declared_ids(m) if cid not in answered and later.get(cid, -1) <= turn]
+        missing = [cid for cid in declared_ids(m) if (turn, cid) not in answered and later.get(cid, -1) <= turn]
         if missing:
             out += messages[copied:end]
             copied = end
