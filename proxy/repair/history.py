@@ -98,9 +98,9 @@ class Pairing:
     __slots__ = ("declares", "repeated", "results", "tools", "turns")
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
-        #: Every call turn (``is_call_turn``): its position and the end of the block of tool messages after it
-        #: (``block_end``), in order.
-        self.turns: list[tuple[int, int]] = []
+        #: Every call turn (``is_call_turn``): its position, the end of the block of tool messages after it
+        #: (``block_end``) and the ids it declares (``declared_ids``), in order.
+        self.turns: list[tuple[int, int, list[str]]] = []
         #: Every tool message with an id (``result_id``): its position, its id, and the position of the call turn whose
         #: block it stands in (-1: none), in order.
         self.results: list[tuple[int, str, int]] = []
@@ -112,6 +112,7 @@ class Pairing:
         turns, results, declares = self.turns, self.results, self.declares
         repeated = tools = False
         block = -1  # the call turn whose block the walk is in
+        ids: list[str] = []  # the ids it declares
         for position, message in enumerate(messages):
             role = message.get("role") if type(message) is dict else None
             if role == "tool":
@@ -120,16 +121,17 @@ class Pairing:
                     results.append((position, rid, block))
                 continue
             if block >= 0:
-                turns.append((block, position))
+                turns.append((block, position, ids))
             block = -1
             if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
-                block = position
+                block, ids = position, []
                 for call in calls:
                     if type(call) is dict and type(cid := call.get("id")) is str and cid:
+                        ids.append(cid)
                         repeated = repeated or cid in declares
                         declares[cid] = position
         if block >= 0:
-            turns.append((block, len(messages)))
+            turns.append((block, len(messages), ids))
         self.repeated, self.tools = repeated, tools
 
 

@@ -94,6 +94,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
     # response's entry in the block of the latest call entry while every entry since that one is one of its responses.
     turns, results, declared = view.pairing.turns, view.pairing.results, view.pairing.declares
     turn, answered = -1, 0  # the latest call entry, and how many responses follow it directly
+    ids: list[str] = []  # the ids it declares
     entry: Message
     for index, content in enumerate(contents):
         at = origin.get(id(content), index)
@@ -109,6 +110,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         view.read_parts.append(parts)
         if role == MODEL:
             calls: list[dict[str, Any]] = []
+            keys: list[str] = []
             pending: list[Any] = []
             number = -1  # counted, not ``enumerate``d: an iterator made per content costs more over a long history
             for part in parts:
@@ -119,6 +121,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
                     if key in declared:
                         view.pairing.repeated = True
                     declared[key] = len(out)
+                    keys.append(key)
                     calls.append(view_call(part, call, key, pending))
                     pending = []
                 else:
@@ -126,8 +129,8 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             if calls:
                 unanswered = _Unanswered(calls)
                 if turn >= 0:
-                    turns.append((turn, turn + 1 + answered))
-                turn, answered = len(out), 0
+                    turns.append((turn, turn + 1 + answered, ids))
+                turn, answered, ids = len(out), 0, keys
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
             else:
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
@@ -167,7 +170,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             origin[made], position[made] = at, index
             out.append(entry)
     if turn >= 0:
-        turns.append((turn, turn + 1 + answered))
+        turns.append((turn, turn + 1 + answered, ids))
     view.pairing.tools = bool(results)  # every response's entry has an id
     view.kept.extend(out)
     return view

@@ -35,8 +35,7 @@ def apply(ctx: Context) -> None:
     count = len(messages)
     # Moving messages within a turn's reach (up to the next assistant message) moves no call turn: each stays where the
     # pairing found it.
-    for position, _ in ctx.pairing().turns:
-        m = messages[position]
+    for position, _, declared in ctx.pairing().turns:
         # The turn's reach: its block of tool messages first, then the rest. Only a result of the turn after the first
         # message of the rest needs ``_gather_results``.
         reach = position + 1
@@ -50,7 +49,7 @@ def apply(ctx: Context) -> None:
             _gather_results(ctx, position)
             continue
         if reach < count and role != "assistant":
-            ids = set(declared_ids(m))
+            ids = set(declared)
             while reach < count and (role := messages[reach].get("role")) != "assistant":
                 if role == "tool" and messages[reach].get("tool_call_id") in ids:
                     _gather_results(ctx, position)

@@ -19,7 +19,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, declared_ids
+from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2", "RS-1", "RS-2", "RS-18", "AM-1"))
@@ -38,9 +38,9 @@ def apply(ctx: Context) -> None:
     # (call turn, id) for each result in the block of a call turn (a declared id is a non-empty string: a result
     # without one answers none).
     answered = {(block, rid) for _, rid, block in pairing.results if block >= 0}
-    for turn, end in pairing.turns:
+    for turn, end, declared in pairing.turns:
         m = messages[turn]
-        missing = [cid for cid in declared_ids(m) if (turn, cid) not in answered and later.get(cid, -1) <= turn]
+        missing = [cid for cid in declared if (turn, cid) not in answered and later.get(cid, -1) <= turn]
         if missing:
             out += messages[copied:end]
             copied = end
