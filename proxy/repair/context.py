@@ -6,7 +6,7 @@ from typing import Any
 
 from proxy.repair.cancel import Cancel
 from proxy.repair.findings import CallSource, Finding, Policy, Rule, bounded
-from proxy.repair.history import Message
+from proxy.repair.history import Message, Pairing
 from proxy.repair.profile import Profile
 from proxy.turns import Turn
 
@@ -24,6 +24,7 @@ class Context:
     """
 
     cancel: Cancel | None = None
+    _pairing: tuple[list[Message], int, Pairing] | None = None  # (the list walked, the findings then, its pairing)
 
     def __init__(self, messages: list[Message], recalled: Recalled, policy: Policy, profile: Profile,
                  origin: dict[int, int] | None = None, request: Mapping[str, Any] | None = None) -> None:
@@ -42,6 +43,20 @@ class Context:
         self.request: Mapping[str, Any] = request if request is not None else {}
         #: The request's tools, as it declares them (read-only).
         self.tools: Any = self.request.get("tools")
+
+    def pairing(self) -> Pairing:
+        """Where the calls and results of ``messages`` stand, walked once for the rules that follow one another
+        without changing it: a rule that changes the messages reports it, so the walk is kept until a finding is
+        added (or ``messages`` is another list)."""
+        kept = self._pairing
+        if kept is None or kept[0] is not self.messages or kept[1] != len(self.findings):
+            kept = self._pairing = (self.messages, len(self.findings), Pairing(self.messages))
+        return kept[2]
+
+    def paired(self, pairing: Pairing) -> None:
+        """Take ``pairing`` as where the calls and results of ``messages`` stand: a dialect's view, which walks the
+        history as it reads it, hands it over, so that the first rule that asks does not walk it again."""
+        self._pairing = (self.messages, len(self.findings), pairing)
 
     def index_of(self, message: Any, fallback: int = 0) -> int:
         return self.origin.get(id(message), fallback)

@@ -4,7 +4,7 @@ A *call turn* is an assistant message with a non-empty ``tool_calls`` list. Its 
 ``tool`` messages directly after it; rule S1 wants exactly one result per declared id in that block.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeGuard
 
 Message = dict[str, Any]
@@ -88,6 +88,51 @@ def orphan_call_ids(messages: Any) -> list[str]:
     declared = all_declared_ids(messages)
     return list(dict.fromkeys(rid for message in messages if is_tool(message) and (rid := result_id(message)) is not None
                               and rid not in declared))
+
+
+class Pairing:
+    """Where the calls and results of a message list stand, read in one walk: what the structural rules ask of the
+    whole history, so that rules that follow one another without changing it do not each walk it again
+    (``Context.pairing``). Positions are indices into the list as it was walked."""
+
+    __slots__ = ("declares", "repeated", "results", "tools", "turns")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        #: Every call turn (``is_call_turn``): its position, the end of the block of tool messages after it
+        #: (``block_end``) and the ids it declares (``declared_ids``), in order.
+        self.turns: list[tuple[int, int, list[str]]] = []
+        #: Every tool message with an id (``result_id``): its position, its id, and the position of the call turn whose
+        #: block it stands in (-1: none), in order.
+        self.results: list[tuple[int, str, int]] = []
+        #: Each declared id (``declared_ids``) -> the position of the latest assistant message declaring it.
+        self.declares: dict[str, int] = {}
+        self.repeated = False  # whether some id is declared twice
+        self.tools = False  # whether there is any tool message (``is_tool``)
+        # Written out with locals (and ``call_id``, ``result_id``, ``is_call_turn`` inlined): this walks every message.
+        turns, results, declares = self.turns, self.results, self.declares
+        repeated = tools = False
+        block = -1  # the call turn whose block the walk is in
+        ids: list[str] = []  # the ids it declares
+        for position, message in enumerate(messages):
+            role = message.get("role") if type(message) is dict else None
+            if role == "tool":
+                tools = True
+                if type(rid := message.get("tool_call_id")) is str and rid:
+                    results.append((position, rid, block))
+                continue
+            if block >= 0:
+                turns.append((block, position, ids))
+            block = -1
+            if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
+                block, ids = position, []
+                for call in calls:
+                    if type(call) is dict and type(cid := call.get("id")) is str and cid:
+                        ids.append(cid)
+                        repeated = repeated or cid in declares
+                        declares[cid] = position
+        if block >= 0:
+            turns.append((block, len(messages), ids))
+        self.repeated, self.tools = repeated, tools
 
 
 def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:

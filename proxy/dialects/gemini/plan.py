@@ -59,6 +59,7 @@ class GeminiPlan:
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         view = read(ctx.messages, ctx.origin)
         ctx.messages, read_pending, ctx.pending = view.entries, ctx.pending, None
+        ctx.paired(view.pairing)
         # The structural rules read remembered turns as they read the history: as the view.
         ctx.recalled = viewed(recalled, "gemini", view_turn)
         view_rules = PIPELINE.run("view", self.profile.name)

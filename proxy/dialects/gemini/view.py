@@ -21,7 +21,7 @@ after the client's own parts of that content that memory does not hold.
 """
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import is_
@@ -32,7 +32,7 @@ import orjson
 from proxy.dialects.capture import MAX_ENTRIES
 from proxy.dialects.gemini.keys import call_key
 from proxy.dialects.gemini.parts import CALL, MODEL, RESPONSE, USER, function_call, id_of, name_of
-from proxy.repair.history import Message
+from proxy.repair.history import Message, Pairing
 from proxy.turns import Turn
 
 #: Key of a view entry or call holding what it stands for (a call or ``tool`` entry: its part; others: the content).
@@ -71,6 +71,8 @@ class View:
     read_parts: list[list[Any]] = field(default_factory=list)
     kept: list[Message] = field(default_factory=list)
     placed: list[int | None] = field(default_factory=list)
+    #: Where the calls and results of ``entries`` stand as read (what ``Pairing(entries)`` would walk to find).
+    pairing: Pairing = field(default_factory=Pairing)
 
 
 def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list[Any]) -> dict[str, Any]:
@@ -88,7 +90,11 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
     view = View(contents)
     out, position = view.entries, view.position
     unanswered = _Unanswered()
-    declared: set[str] = set()  # the calls' own ids, so far
+    # The pairing, as the entries are made: each call's id (its own, or a view id) declared by its entry; each
+    # response's entry in the block of the latest call entry while every entry since that one is one of its responses.
+    turns, results, declared = view.pairing.turns, view.pairing.results, view.pairing.declares
+    turn, answered = -1, 0  # the latest call entry, and how many responses follow it directly
+    ids: list[str] = []  # the ids it declares
     entry: Message
     for index, content in enumerate(contents):
         at = origin.get(id(content), index)
@@ -104,6 +110,7 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
         view.read_parts.append(parts)
         if role == MODEL:
             calls: list[dict[str, Any]] = []
+            keys: list[str] = []
             pending: list[Any] = []
             number = -1  # counted, not ``enumerate``d: an iterator made per content costs more over a long history
             for part in parts:
@@ -111,13 +118,19 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
                 call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
                 if type(call) is dict:
                     key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
-                    declared.add(key)
+                    if key in declared:
+                        view.pairing.repeated = True
+                    declared[key] = len(out)
+                    keys.append(key)
                     calls.append(view_call(part, call, key, pending))
                     pending = []
                 else:
                     pending.append(part)
             if calls:
                 unanswered = _Unanswered(calls)
+                if turn >= 0:
+                    turns.append((turn, turn + 1 + answered, ids))
+                turn, answered, ids = len(out), 0, keys
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
             else:
                 entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
@@ -137,6 +150,10 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
                 entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
                 if name is not None:
                     entry["name"] = name
+                block = turn if len(out) == turn + 1 + answered else -1
+                results.append((len(out), key, block))
+                if block >= 0:
+                    answered += 1
                 run = None
             elif run is None:
                 run = [part]
@@ -152,11 +169,14 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
             made = id(entry)
             origin[made], position[made] = at, index
             out.append(entry)
+    if turn >= 0:
+        turns.append((turn, turn + 1 + answered, ids))
+    view.pairing.tools = bool(results)  # every response's entry has an id
     view.kept.extend(out)
     return view
 
 
-def _answering(key: str | None, name: str | None, declared: set[str], unanswered: "_Unanswered") -> str | None:
+def _answering(key: str | None, name: str | None, declared: Container[str], unanswered: "_Unanswered") -> str | None:
     """The id of the call a response answers: its own id when a call declared it; else the first unanswered call of
     its name (or by position) in the latest call content, one without an id of its own when the response has one
     (an id answers no other id); else its own id (an orphan, recalled by it)."""
@@ -238,30 +258,12 @@ def view_turn(turn: Turn) -> Turn:
     return {"dialect": "gemini", "tool_calls": calls, "content": None, "reasoning_content": None}
 
 
-class _CallNames:
-    """Every call's name by its id in the entries, for the responses the rules made up: read at the first one."""
-
-    __slots__ = ("entries", "known")
-
-    def __init__(self, entries: list[Message]) -> None:
-        self.entries = entries
-        self.known: dict[Any, Any] | None = None
-
-    def get(self, key: Any) -> Any:
-        if self.known is None:
-            self.known = {call["id"]: call["function"]["name"] for entry in self.entries
-                          if type(calls := entry.get("tool_calls")) is list
-                          for call in calls if type(call) is dict and type(call.get("function")) is dict}
-        return self.known.get(key)
-
-
 def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[Any]:
     """The contents of ``entries`` (the view the rules left), in its order; copies are added to ``origin``. A response
-    the rules made up is named after the call of its id."""
+    the rules made up is written under the ``name`` TM606 gave its entry (its call's)."""
     out: list[Any] = []
     groups: list[tuple[int | None, bool | None, list[Message]]] = []  # (content position, model side or None: item, entries)
     position = view.position
-    names = _CallNames(entries)
     placed = view.placed
     last_at: int | None = None
     last_side: bool | None = None  # the last group's side; None before the first and after an item
@@ -286,7 +288,7 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
             placed.append(at)
             continue
         model = side
-        parts = _model_parts(group) if model else _user_parts(group, names)
+        parts = _model_parts(group) if model else _user_parts(group)
         if at is None:
             made = {"role": MODEL if model else USER, "parts": parts}
             out.append(made)
@@ -305,7 +307,7 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
     return out
 
 
-def _user_parts(entries: list[Message], names: _CallNames) -> list[Any]:
+def _user_parts(entries: list[Message]) -> list[Any]:
     parts: list[Any] = []
     for entry in entries:
         if entry.get("role") == "user":
@@ -314,7 +316,7 @@ def _user_parts(entries: list[Message], names: _CallNames) -> list[Any]:
         key = entry.get("tool_call_id")
         native = entry.get(NATIVE)
         if native is None:  # a response the rules made up for an unanswered call (GN-1)
-            response: dict[str, Any] = {"name": names.get(key), "response": {"error": entry.get("content")}}
+            response: dict[str, Any] = {"name": entry.get("name"), "response": {"error": entry.get("content")}}
             if not is_view_id(key):
                 response["id"] = key
             parts.append({RESPONSE: response})

@@ -20,15 +20,16 @@ Good:
 
 from proxy.repair.context import Context
 from proxy.repair.findings import shown
-from proxy.repair.history import Message, call_id, declared_ids, is_assistant, is_call_turn, is_tool, result_id
+from proxy.repair.history import call_id, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM107", "duplicate-call-id", ("S4", "AN-3", "MI-3", "MM-2", "KI-5", "RS-23", "AM-6"))
 
 
 def apply(ctx: Context) -> None:
-    if not _any_repeated(ctx.messages):
-        return  # nothing is renamed unless an id is declared twice
+    # Until one is renamed the ids seen are the ids as written: without a repeated one nothing is renamed, calls or results.
+    if not ctx.pairing().repeated:
+        return
     seen: set[str] = set()
     current: dict[str, str] = {}  # id as the client wrote it -> id of its latest declaration
     suffixes: dict[str, int] = {}  # id as the client wrote it -> the suffix its next rename tries first
@@ -48,19 +49,6 @@ def apply(ctx: Context) -> None:
             if original is not None and current.get(original, original) != original:
                 message["tool_call_id"] = current[original]
                 ctx.report(RULE, message, "renamed", f"result of duplicate call id {shown(original)} -> {shown(current[original])}", position)
-
-
-def _any_repeated(messages: list[Message]) -> bool:
-    """Whether some call id is declared twice. Until one is renamed the ids seen are the ids as written, so without a
-    repeated one nothing is renamed, calls or results."""
-    seen: set[str] = set()
-    for m in messages:
-        if is_assistant(m):
-            for cid in declared_ids(m):
-                if cid in seen:
-                    return True
-                seen.add(cid)
-    return False
 
 
 def _unused(original: str, seen: set[str], suffixes: dict[str, int]) -> str:

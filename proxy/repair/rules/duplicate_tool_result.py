@@ -30,14 +30,12 @@ RULE = Rule("TM108", "duplicate-tool-result", ("S5", "MI-3", "KI-3", "AM-5"))
 def apply(ctx: Context) -> None:
     messages = ctx.messages
     first: dict[str, Message] = {}
-    # The results before the first repeated one, each the first of its id (history.is_tool and result_id, written
-    # out: this runs over every message, and almost always finds no repeat); the rule's work starts there.
-    for at, message in enumerate(messages):
-        if type(message) is dict and message.get("role") == "tool" and type(rid := message.get("tool_call_id")) is str and rid:
-            if rid in first:
-                start = at
-                break
-            first[rid] = message
+    # The results before the first repeated one, each the first of its id; the rule's work starts there.
+    for at, read, _ in ctx.pairing().results:
+        if read in first:
+            start = at
+            break
+        first[read] = messages[at]
     else:
         return
     # The history is copied without the repeated results, not edited by ``del``: each deletion would move every later

@@ -22,7 +22,7 @@ Good:
 
 from proxy.repair.context import Context
 from proxy.repair.findings import listed
-from proxy.repair.history import declared_ids, is_call_turn
+from proxy.repair.history import declared_ids
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1", "RS-17", "AM-2"))
@@ -32,16 +32,12 @@ def apply(ctx: Context) -> None:
     if not ctx.profile.adjacent_results:
         return  # the provider takes other items between a call and its results (OpenAI's Responses API)
     messages = ctx.messages
-    count = len(messages)  # moving messages within a turn's reach never changes it
-    position = 0
-    while position < count:
-        m = messages[position]
-        if not is_call_turn(m):
-            position += 1
-            continue
-        # The turn's reach (up to the next assistant message): its block of tool messages first, then the rest. Only
-        # a result of the turn after the first message of the rest needs ``_gather_results``; the messages in the reach
-        # are no call turns (not assistant messages), so the next one to look at is where the reach ends.
+    count = len(messages)
+    # Moving messages within a turn's reach (up to the next assistant message) moves no call turn: each stays where the
+    # pairing found it.
+    for position, _, declared in ctx.pairing().turns:
+        # The turn's reach: its block of tool messages first, then the rest. Only a result of the turn after the first
+        # message of the rest needs ``_gather_results``.
         reach = position + 1
         odd = False
         while reach < count and (role := messages[reach].get("role")) == "tool":
@@ -51,16 +47,14 @@ def apply(ctx: Context) -> None:
             reach += 1
         if odd:  # an id that is no string (TM106 leaves none): the full scan, which tests every id against the turn's
             _gather_results(ctx, position)
-            position += 1
             continue
         if reach < count and role != "assistant":
-            ids = set(declared_ids(m))
+            ids = set(declared)
             while reach < count and (role := messages[reach].get("role")) != "assistant":
                 if role == "tool" and messages[reach].get("tool_call_id") in ids:
                     _gather_results(ctx, position)
                     break
                 reach += 1
-        position = reach
 
 
 def _gather_results(ctx: Context, turn: int) -> None:

@@ -19,7 +19,7 @@ Good:
 """
 
 from proxy.repair.context import Context
-from proxy.repair.history import Message, declared_ids, is_assistant, is_call_turn, is_tool
+from proxy.repair.history import Message, is_call_turn, is_tool
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-1", "RS-3", "AM-2"))
@@ -27,46 +27,30 @@ RULE = Rule("TM102", "misplaced-tool-result", ("S1", "S2", "OAI-1", "AN-2", "MM-
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
-    # The latest call turn declaring each id, and whether there is any tool message at all (one pass).
-    owner: dict[str, int] = {}
-    any_result = False
-    for m in messages:
-        if is_assistant(m):
-            for cid in declared_ids(m):
-                owner[cid] = id(m)
-        elif is_tool(m):
-            any_result = True
-    if not owner or not any_result:
+    pairing = ctx.pairing()
+    owner = pairing.declares  # id -> position of the latest call turn declaring it
+    if not owner or not pairing.tools:
         return  # no result has a call to move to
-    # identity of the owning call turn -> results to append to its block (looked up with None outside any block)
-    moved: dict[int | None, list[Message]] = {}
-    block_of: int | None = None  # identity of the call turn whose block we are in, if any
+    # position of the owning call turn -> results to append to its block
+    moved: dict[int, list[Message]] = {}
     # Where results need only follow their call somewhere (``Profile.adjacent_results`` False), those after it stay.
     anywhere_after = not ctx.profile.adjacent_results
-    seen: set[int] = set()  # identity of the call turns passed so far
-    for position, message in enumerate(messages):
-        if type(message) is dict and message.get("role") == "tool":  # history.is_tool
-            rid = message.get("tool_call_id")  # history.result_id: a non-empty string, else no owner
-            home = owner.get(rid) if type(rid) is str and rid else None
-            if home is not None and home != block_of and not (anywhere_after and home in seen):
-                moved.setdefault(home, []).append(message)
-                ctx.report(RULE, message, "moved", f"result of {rid} moved into its call's block", position)
-        elif type(message) is dict and message.get("role") == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
-            block_of = id(message)  # a call turn (history.is_call_turn)
-            seen.add(block_of)
-        else:
-            block_of = None
+    for position, rid, block in pairing.results:
+        home = owner.get(rid)
+        if home is not None and home != block and not (anywhere_after and home < position):
+            moved.setdefault(home, []).append(messages[position])
+            ctx.report(RULE, messages[position], "moved", f"result of {rid} moved into its call's block", position)
     if not moved:
         return
     relocated = {id(m) for results in moved.values() for m in results}
     rebuilt: list[Message] = []
-    block_of = None
-    for message in messages:
+    block_of = -1  # the position of the call turn whose block we are in, if any
+    for position, message in enumerate(messages):
         if id(message) in relocated:
             continue
         if not is_tool(message):
             rebuilt.extend(moved.pop(block_of, ()))
-            block_of = id(message) if is_call_turn(message) else None
+            block_of = position if is_call_turn(message) else -1
         rebuilt.append(message)
     rebuilt.extend(moved.pop(block_of, ()))
     messages[:] = rebuilt

@@ -33,7 +33,7 @@ import orjson
 
 from proxy.repair.context import Context
 from proxy.repair.findings import listed
-from proxy.repair.history import Message, call_id, calls_of, declared_ids, is_assistant, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message, call_id, calls_of, is_assistant, is_call_turn, is_tool, result_id
 from proxy.repair.rule import Rule
 from proxy.turns import Turn, call_ids
 
@@ -42,20 +42,13 @@ RULE = Rule("TM101", "orphan-tool-message", ("S2", "OAI-1", "AZ-1", "DS-1", "QW-
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
-    # One pass over the history: the latest call turn declaring each id, and every tool message with an id.
-    holders: dict[str, Message] = {}
-    results: list[tuple[int, Message, str]] = []  # (position, tool message, its id)
-    for position, m in enumerate(messages):
-        if is_tool(m):
-            if (rid := result_id(m)) is not None:
-                results.append((position, m, rid))
-        elif is_assistant(m):
-            for cid in declared_ids(m):
-                holders[cid] = m
-    # Each orphan with its id (TM106 ran first: every tool message has one), in order.
-    orphans = [result for result in results if result[2] not in holders]
+    pairing = ctx.pairing()
+    declares = pairing.declares
+    # Each orphan (position, tool message, its id; TM106 ran first: every tool message has one), in order.
+    orphans = [(at, messages[at], rid) for at, rid, _ in pairing.results if rid not in declares]
     if not orphans:
         return
+    holders = {cid: messages[at] for cid, at in declares.items()}  # the latest call turn declaring each id
     recalled = ctx.recalled
     kept = _Holders(holders, messages)
     synthesized: set[int] = set()  # identity of assistant messages this pass made up

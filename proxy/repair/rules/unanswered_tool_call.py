@@ -18,11 +18,8 @@ Good:
     {"role": "user", "content": "Never mind, just say hi."}
 """
 
-from collections.abc import Collection
-from typing import Any
-
 from proxy.repair.context import Context
-from proxy.repair.history import Message, block_end, declared_ids, is_call_turn, is_tool, result_id
+from proxy.repair.history import Message
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW-2", "KI-2", "AN-1", "GE-2", "MI-2", "RS-1", "RS-2", "RS-18", "AM-1"))
@@ -30,30 +27,20 @@ RULE = Rule("TM104", "unanswered-tool-call", ("S3", "OAI-2", "AZ-1", "DS-2", "QW
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
+    pairing = ctx.pairing()
     # Where a result may stand anywhere after its call (``Profile.adjacent_results`` False), one later on counts.
-    later: dict[str, int] = {} if ctx.profile.adjacent_results else {
-        rid: position for position, m in enumerate(messages) if is_tool(m) and (rid := result_id(m)) is not None}
-    # The history is copied once with the placeholders in place, not edited by ``insert``: each insertion
-    # would move every later message, and a long history with many unanswered calls became quadratic. It is
-    # copied only from the first unanswered call on, in slices: ``messages[copied:]`` is not in ``out`` yet.
+    later: dict[str, int] = {} if ctx.profile.adjacent_results else {rid: position for position, rid, _ in pairing.results}
+    # The history is copied once with the placeholders in place, not edited by ``insert``: each insertion would move
+    # every later message, and a long history with many unanswered calls became quadratic. It is copied only from the
+    # first unanswered call on, in slices: ``messages[copied:]`` is not in ``out`` yet.
     out: list[Message] = []
     copied = 0
-    count = len(messages)
-    position = 0
-    while position < count:
-        m = messages[position]
-        if not is_call_turn(m):
-            position += 1
-            continue
-        turn = position
-        end = block_end(messages, turn)
-        # The ids the block answers. A list is searched faster than a set is built for the few results of a block; a
-        # long block, or one with an id that is no string (which a set may refuse: unhashable), gets the set the rule
-        # always built.
-        block = [messages[k].get("tool_call_id") for k in range(turn + 1, end)]
-        plain = all(type(rid) is str for rid in block)
-        answered: Collection[Any] = block if plain and len(block) <= 8 else set(block)
-        missing = [cid for cid in declared_ids(m) if cid not in answered and later.get(cid, -1) <= turn]
+    # (call turn, id) for each result in the block of a call turn (a declared id is a non-empty string: a result
+    # without one answers none).
+    answered = {(block, rid) for _, rid, block in pairing.results if block >= 0}
+    for turn, end, declared in pairing.turns:
+        m = messages[turn]
+        missing = [cid for cid in declared if (turn, cid) not in answered and later.get(cid, -1) <= turn]
         if missing:
             out += messages[copied:end]
             copied = end
@@ -61,7 +48,6 @@ def apply(ctx: Context) -> None:
             for cid in missing:
                 out.append({"role": "tool", "tool_call_id": cid, "content": ctx.policy.placeholder})
                 ctx.report(RULE, m, "inserted", f"placeholder result for unanswered call {cid}", at)
-        position = end
     if copied:
         out += messages[copied:]
         messages[:] = out

@@ -30,18 +30,27 @@ RULE = Rule("TM606", "response-name", ("GN-7",))
 
 def apply(ctx: Context) -> None:
     """Over the view, once the structural rules paired every response with a call: a ``tool`` entry read from a
-    response part gets its call's name under ``name`` (the view writes it into a copy of the part)."""
-    names: dict[str, str] = {}
+    response part gets its call's name under ``name`` (the view writes it into a copy of the part); one the rules made
+    up gets its call's name as the call has it (the view writes it into the response it makes; no finding: the rule
+    that made it up reported it)."""
+    names: dict[str, str] = {}  # each call's name, where it is a non-empty string
+    as_called: dict[str, Any] = {}  # each call's name as the call has it
     read: list[tuple[int, Message, dict[str, Any]]] = []  # the tool entries read from a response part
+    made: list[Message] = []  # the tool entries the rules made up
     for position, entry in enumerate(ctx.messages):  # one pass: every call's name, and the responses to judge after
         role = entry.get("role")
         if role == "assistant":
             calls = entry.get("tool_calls")
             for call in calls if type(calls) is list else ():
-                if type(call) is dict and type(name := call["function"].get("name")) is str and name:
-                    names[call["id"]] = name
-        elif role == "tool" and (native := entry.get(NATIVE)) is not None:
-            read.append((position, entry, native))
+                if type(call) is dict:
+                    name = as_called[call["id"]] = call["function"].get("name")
+                    if type(name) is str and name:
+                        names[call["id"]] = name
+        elif role == "tool":
+            if (native := entry.get(NATIVE)) is not None:
+                read.append((position, entry, native))
+            else:
+                made.append(entry)
     for position, entry, native in read:
         called = names.get(entry.get("tool_call_id"))  # type: ignore[arg-type]
         sent = native[RESPONSE].get("name")
@@ -49,3 +58,5 @@ def apply(ctx: Context) -> None:
             entry["name"] = called
             ctx.report(RULE, entry, "renamed", f"response name {shown(sent) if type(sent) is str else type(sent).__name__!r} -> {shown(called)!r}",
                        position)
+    for entry in made:
+        entry["name"] = as_called.get(entry.get("tool_call_id"))  # type: ignore[arg-type]

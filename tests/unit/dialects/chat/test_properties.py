@@ -36,6 +36,7 @@ from proxy.registry import rule_docs
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
 from proxy.turns import make_turn
 from tests.support.hypothesis_budget import examples
+from tests.support.pairing_check import checked_pairings
 from tests.support.strict_validator import violations
 
 SKIP = ("S12", "S9")  # OpenAI accepts a history that opens with a call turn (GE-3 is a profile's business) and tool text parts (GR-2, MI-9 are)
@@ -632,7 +633,8 @@ def check_repair(case: Case, policy_name: str) -> None:
     memory_before = orjson.dumps(case.memory)
     policy = Policy(orphans=policy_name)
 
-    result = repair_as_served(body, case, policy)
+    with checked_pairings():
+        result = repair_as_served(body, case, policy)
 
     assert orjson.dumps(body) == before, "the input was mutated"
     assert orjson.dumps(case.memory) == memory_before, "the memory was mutated"

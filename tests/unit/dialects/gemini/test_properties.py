@@ -27,9 +27,12 @@ from proxy.dialects.gemini.keys import turn_ids
 from proxy.dialects.gemini.plan import plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.target import GeminiTarget
+from proxy.dialects.gemini.view import read
 from proxy.repair import Policy
+from proxy.repair.history import Pairing
 from tests.support.gemini_validator import ServerState, check
 from tests.support.hypothesis_budget import examples
+from tests.support.pairing_check import checked_pairings, fields
 
 TARGETS = (GeminiTarget("developer", "gemini-3-pro-preview"), GeminiTarget("developer", "gemini-2.5-flash"),
            GeminiTarget("vertex", "gemini-2.5-pro"), GeminiTarget("vertex", "gemini-3.5-flash"))
@@ -229,7 +232,8 @@ def test_broken_histories_are_repaired_into_ones_a_strict_server_accepts(history
         breaker(history, data.draw)
     body = {"contents": history.contents}
     sent = copy.deepcopy(body)
-    fixed = repaired(history, body)
+    with checked_pairings():
+        fixed = repaired(history, body)
     assert body == sent  # the request as given is never edited
     assert check(fixed, history.target, history.state) is None, (fixed, check(fixed, history.target, history.state))
     assert plan(fixed, gemini_profile(history.target.family), history.target) is None
@@ -255,3 +259,30 @@ def test_the_rules_over_the_marked_contents_repair_as_over_every_content(history
     marked, walked = planned.repair(recalled, policy), dataclasses.replace(planned, marked=None, repeats=True).repair(recalled, policy)
     assert orjson.dumps(marked.body) == orjson.dumps(walked.body)
     assert marked.findings == walked.findings and marked.rejected == walked.rejected
+
+
+@config(150)
+@given(valid_histories(), st.lists(st.sampled_from(BREAKERS), max_size=3), st.data())
+def test_the_view_pairs_its_entries_as_a_walk_of_them_does(history: History, breakers: list[Breaker], data: st.DataObject) -> None:
+    """The view hands the structural rules where its calls and results stand as it reads them (``View.pairing``): what a
+    walk of its entries finds (``Pairing``), on contents as sent (before the Gemini rules shape them)."""
+    for breaker in breakers:
+        breaker(history, data.draw)
+    view = read(history.contents, {})
+    assert fields(view.pairing) == fields(Pairing(view.entries))
+
+
+def test_the_view_pairs_odd_contents_as_a_walk_of_them_does() -> None:
+    call = {"functionCall": {"name": "f"}}
+    contents = [
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},  # before any call
+        {"role": "model", "parts": [call, {"functionCall": {"id": "a", "name": "g"}}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "g"}}]},  # the same id again, right after
+        {"role": "user", "parts": [{"functionResponse": {"id": "a", "name": "g", "response": {}}}, {"text": "and"},
+                                   {"functionResponse": {"name": "f", "response": {}}}]},
+        "not a content", {"role": "function", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+        {"role": "model", "parts": [{"text": "done"}]}, {"parts": []}, {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+    ]
+    view = read(contents, {})
+    assert view.pairing.repeated and fields(view.pairing) == fields(Pairing(view.entries))

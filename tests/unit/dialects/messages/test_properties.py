@@ -31,6 +31,7 @@ from proxy.dialects.messages import MESSAGES
 from proxy.repair import Policy
 from proxy.repair.content import as_text
 from tests.support.hypothesis_budget import examples
+from tests.support.pairing_check import checked_pairings
 from tests.support.messages_validator import ServerState, violations
 
 #: The server a history was made by, toolmend's profile for its route, and the validator's profile for it.
@@ -268,7 +269,8 @@ def test_broken_histories_are_repaired_into_ones_a_strict_server_accepts(history
     if planned is None:  # the breakers undid each other, or did nothing
         assert violations(body, profile=server, state=history.state) == []
         return
-    result = planned.repair({key: turn for key, turn in history.memory.items() if key in planned.recall}, Policy())
+    with checked_pairings():
+        result = planned.repair({key: turn for key, turn in history.memory.items() if key in planned.recall}, Policy())
     assert body == sent  # the request is never edited
     assert result.rejected is None
     assert violations(result.body, profile=server, state=history.state) == [], [f.as_dict() for f in result.findings]

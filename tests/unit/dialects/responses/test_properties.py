@@ -36,6 +36,7 @@ from proxy.dialects.responses.items import call_id_of, is_call, is_output, outpu
 from proxy.repair import Policy, Profile, Result
 from proxy.turns import Turn
 from tests.support.hypothesis_budget import examples
+from tests.support.pairing_check import checked_pairings
 from tests.support.responses_validator import ServerState, violations
 
 OPENAI = RESPONSES.profile("openai")
@@ -335,7 +336,8 @@ def _reasoning_needs_the_store(case: Case, call: dict[str, Any]) -> bool:
 
 def check_repair(case: Case, profile: Profile = OPENAI, validator_profile: str = "openai") -> Result:
     sent = copy.deepcopy(case.body)
-    result = repaired(case.body, case, profile)
+    with checked_pairings():
+        result = repaired(case.body, case, profile)
     assert case.body == sent, "the repair changed its input"
     assert result.rejected is None
     out = result.body["input"]
