@@ -22,7 +22,6 @@ from proxy.dialects.gemini.rules.empty_parts import is_empty
 from proxy.dialects.gemini.rules.legacy_role import ROLES
 from proxy.dialects.gemini.rules.thought_signature import signed
 from proxy.dialects.gemini.target import GeminiTarget
-from proxy.dialects.gemini.view import VIEW_ID
 
 
 @dataclass(slots=True)
@@ -32,9 +31,6 @@ class Inspection:
     wanted: list[str] = field(default_factory=list)
     #: Positions of the contents a rule that edits one content at a time may change.
     marked: set[int] = field(default_factory=set)
-    #: Whether the view may declare a call id twice (TM107): the client repeated one, or sent one shaped like the ids
-    #: the view makes up for calls without one (``view.VIEW_ID``), which may meet such an id.
-    repeats: bool = False
 
 
 def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False) -> Inspection:
@@ -47,8 +43,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         return found  # nothing to repair: an empty history is the upstream's to refuse
     takes_ids, signs = target.takes_ids, target.signs_calls
     mark = found.marked.add
-    broken = repeats = False
-    idless = False  # whether a call came without an id (the view names it with a view id)
+    broken = False
     declared: set[str] = set()  # every call id so far
     answering: list[str] = []  # ids of responses that answer no call of the content before them
     nameless: list[str] = []  # ids of calls without a name (memory may hold it)
@@ -91,10 +86,10 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
                     mark(index)  # TM602, TM604 take it for a response part
                 if type(cid) is str and cid:
                     if cid in declared:
-                        broken = repeats = True  # TM107 (GN-8)
+                        broken = True  # TM107 (GN-8)
                     declared.add(cid)
                 else:
-                    cid, idless = None, True
+                    cid = None
                 name = call.get("name")
                 if cid is not None and (type(name) is not str or not name):
                     broken = True  # TM613 (GN-7)
@@ -155,7 +150,6 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
             found.wanted.extend(key for part in parts if type(part) is dict and type(call := part.get(CALL)) is dict
                                 and part.get(SIGNATURE) is None and (key := call_key(call)) is not None)
     found.broken = broken
-    found.repeats = repeats or (idless and any(cid.startswith(VIEW_ID) for cid in declared))
     return found
 
 

@@ -33,7 +33,6 @@ from proxy.repair.context import Recalled
 from proxy.repair.engine import Result, refused
 from proxy.repair.findings import Policy
 from proxy.repair.profile import Profile
-from proxy.repair.rules import duplicate_call_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +44,6 @@ class GeminiPlan:
     #: The positions of the client's contents the check found a rule that edits one content at a time may change
     #: (None: not known, so those rules walk every content).
     marked: frozenset[int] | None = None
-    #: Whether the view may declare a call id twice (the check's ``repeats``): TM107 runs over the view only then.
-    repeats: bool = True
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         ctx = gemini_context(list(self.body["contents"]), self.body, recalled, policy, self.profile, self.target)
@@ -62,10 +59,7 @@ class GeminiPlan:
         ctx.paired(view.pairing)
         # The structural rules read remembered turns as they read the history: as the view.
         ctx.recalled = viewed(recalled, "gemini", view_turn)
-        view_rules = PIPELINE.run("view", self.profile.name)
-        if not self.repeats:  # nothing for TM107 to rename: the view declares each id once (contents rules add none)
-            view_rules = tuple(rule for rule in view_rules if rule is not duplicate_call_id)
-        if refused(ctx, view_rules):
+        if refused(ctx, PIPELINE.run("view", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
         ctx.messages, ctx.recalled = write(ctx.messages, view, ctx.origin), recalled
         ctx.pending = _written_pending(view.placed, read_pending)
@@ -90,7 +84,7 @@ def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER
     found = inspect(body, facts, policy is not None and policy.continue_model_turn)
     if not found.broken:
         return None
-    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked), found.repeats)
+    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked))
 
 
 def retried(body: dict[str, Any], profile: Profile, policy: Policy, leave: Leaving = EVERY) -> Result | None:

@@ -15,6 +15,7 @@ from proxy.dialects.gemini.plan import plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.rules.unsigned_call import DUMMY
 from proxy.dialects.gemini.target import GeminiTarget
+from proxy.dialects.gemini.view import read
 from proxy.repair import DEFAULT_PLACEHOLDER, Policy, Result
 from tests.support.gemini_validator import ServerState, check
 
@@ -177,18 +178,19 @@ def test_a_signature_remembered_on_an_empty_text_part_comes_back_on_that_part() 
 def test_a_repeated_call_id_is_renamed_with_its_response() -> None:
     again = {"functionCall": {"id": "c1", "name": "weather", "args": {"city": "Rome"}}}
     planned = plan({"contents": [Q, model(CALL_A), user(ANSWER_A), Q, model(again), user(ANSWER_A)]}, gemini_profile("gemini"), G25)
-    assert planned is not None and planned.repeats
+    assert planned is not None
     result = planned.repair({}, DEFAULT_POLICY)
     assert [finding.code for finding in result.findings] == ["TM107", "TM107"]
     assert result.body["contents"][4]["parts"][0]["functionCall"]["id"] == result.body["contents"][5]["parts"][0]["functionResponse"]["id"] == "c1_2"
 
 
-def test_the_view_runs_tm107_only_where_an_id_may_be_declared_twice() -> None:
-    """An id the client sent shaped like the view's own id for a call without one may meet that id in the view."""
-    unanswered = [Q, model(CALL_A)]
-    assert not plan({"contents": unanswered}, gemini_profile("gemini"), G25).repeats  # type: ignore[union-attr]
+def test_the_view_tells_tm107_where_an_id_is_declared_twice() -> None:
+    """An id the client sent shaped like the view's own id for a call without one meets that id in the view: its pairing
+    says so, and TM107 (which renames nothing while the pairing has no repeated id) renames the second."""
+    assert not read([Q, model(CALL_A)], {}).pairing.repeated
     named_like_view = {"functionCall": {"id": "toolmend:contents[1].parts[0]", "name": "weather", "args": {}}}
     idless_first = [Q, model(without_id(CALL_A)), user(without_id(ANSWER_A)), Q, model(named_like_view)]
+    assert read(idless_first, {}).pairing.repeated
     planned = plan({"contents": idless_first}, gemini_profile("gemini"), G25)
-    assert planned is not None and planned.repeats
+    assert planned is not None
     assert [finding.code for finding in planned.repair({}, DEFAULT_POLICY).findings].count("TM107") == 1

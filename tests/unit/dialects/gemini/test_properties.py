@@ -248,15 +248,15 @@ def test_broken_histories_are_repaired_into_ones_a_strict_server_accepts(history
        st.sampled_from([Policy(), Policy(orphans="drop"), Policy(dummy_signatures=True, continue_model_turn=True)]))
 def test_the_rules_over_the_marked_contents_repair_as_over_every_content(history: History, breakers: list[Breaker],
                                                                          data: st.DataObject, policy: Policy) -> None:
-    """The rules that edit one content at a time visit only what the check marked (and what was made), and TM107 runs
-    only where the check found an id the view may declare twice: what they would change elsewhere, they must not miss."""
+    """The rules that edit one content at a time visit only what the check marked (and what was made): what they would
+    change elsewhere, they must not miss."""
     for breaker in breakers:
         breaker(history, data.draw)
     planned = plan({"contents": history.contents}, gemini_profile(history.target.family), history.target)
     if planned is None:
         return
     recalled = {key: turn for key, turn in history.memory.items() if key in planned.recall}
-    marked, walked = planned.repair(recalled, policy), dataclasses.replace(planned, marked=None, repeats=True).repair(recalled, policy)
+    marked, walked = planned.repair(recalled, policy), dataclasses.replace(planned, marked=None).repair(recalled, policy)
     assert orjson.dumps(marked.body) == orjson.dumps(walked.body)
     assert marked.findings == walked.findings and marked.rejected == walked.rejected
 
