@@ -109,6 +109,7 @@ class Pairing:
         self.repeated = False  # whether some id is declared twice
         self.tools = False  # whether there is any tool message (``is_tool``)
         # Written out with locals (and ``call_id``, ``result_id``, ``is_call_turn`` inlined): this walks every message.
+        # tests/unit/repair/test_history.py holds it to what those say.
         turns, results, declares = self.turns, self.results, self.declares
         repeated = tools = False
         block = -1  # the call turn whose block the walk is in
