@@ -29,7 +29,7 @@ from proxy.dialects.dialect import STREAMED, Blobs, Dialect, Facts, MemoryLook, 
 from proxy.dialects.refusal import FirstEvent, Leaving, Refusal, chosen, digest, read
 from proxy.disconnect import ClientGone, client_watch
 from proxy.errors import Render
-from proxy.forward import UpstreamError
+from proxy.forward import UpstreamError, is_event_stream
 from proxy.logs import RequestLine
 from proxy.memory.refusals import refused_among, remember_refused
 from proxy.observe import line_of, observe_upstream
@@ -370,14 +370,8 @@ async def _retried(exchange: Exchange, sent: Sent, answer: httpx.Response) -> tu
 def _may_refuse(answer: httpx.Response) -> bool:
     """Whether an answer of a status ``Dialect.retries`` names can be a refusal at all: one of status 200 only when it
     is an event stream (whose first event may be one); a JSON success is relayed without a look."""
-    if answer.status_code != STREAMED:
-        return True
-    # The raw header, as the relay reads it (httpx's ``headers.get`` decodes every header of the answer first), up to its
-    # first occurrence: the relay's value joins every one by ``, ``, which starts as the first does.
-    for name, value in answer.headers.raw:
-        if name.lower() == b"content-type":
-            return value.startswith(b"text/event-stream")
-    return False
+    # The raw headers, as the relay reads them: httpx's ``headers.get`` decodes every header of the answer first.
+    return answer.status_code != STREAMED or is_event_stream(answer.headers.raw)
 
 
 async def _refusal(answer: httpx.Response) -> Refusal | None:

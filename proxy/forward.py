@@ -268,3 +268,12 @@ def header_value(headers: RawHeaders, name: bytes) -> bytes | None:
     joined by ``, ``; None when there is none."""
     values = [value for key, value in headers if key.lower() == name]
     return b", ".join(values) if values else None
+
+
+def is_event_stream(headers: RawHeaders) -> bool:
+    """Whether the content type is an event stream, as ``header_value`` would read it: the occurrences joined start as
+    the first does, so the first decides (and no later one is looked at)."""
+    for key, value in headers:
+        if key.lower() == b"content-type":
+            return value.startswith(b"text/event-stream")
+    return False

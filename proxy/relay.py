@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.dialects.capture import LARGE_ANSWER_BYTES, Capture, CaptureLimit, Cut, ReadAside, StreamReader
 from proxy.disconnect import ClientGone, client_watch
-from proxy.forward import RawHeaders, UpstreamError, async_stream, header_value, response_headers
+from proxy.forward import RawHeaders, UpstreamError, async_stream, header_value, is_event_stream, response_headers
 from proxy.protocols import error_shape_of
 from proxy.state import ProxyState
 from proxy.turns import Turn
@@ -116,7 +116,7 @@ async def relay_answer(upstream: httpx.Response, capture: Capture, remember: Rem
     headers = [*relayed, *extra_headers]
     if upstream.status_code != 200 or header_value(relayed, b"content-encoding") not in (None, b"identity"):
         return StreamRelay(upstream, headers)
-    if streamed or (header_value(relayed, b"content-type") or b"").startswith(b"text/event-stream"):
+    if streamed or is_event_stream(relayed):
         reader = ReadAside(capture.stream(limit.max_bytes))
 
         async def remember_stream() -> None:

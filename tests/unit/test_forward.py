@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from proxy.forward import header_value, in_memory, response_headers
+from proxy.forward import header_value, in_memory, is_event_stream, response_headers
 
 URL = httpx.URL("https://api.example.test:8443/v1/chat/completions?x=1")
 TIMEOUTS = {"timeout": {"connect": 5.0, "read": 5.0, "write": 5.0, "pool": 5.0}}
@@ -42,3 +42,15 @@ def test_a_header_value_is_what_httpx_headers_get_reads(name):
     assert header_value(response_headers(answer), name.encode()) == (None if expected is None else expected.encode())
     assert response_headers(answer) == [(b"Content-Type", b"text/event-stream"), (b"Content-Encoding", b"gzip"),
                                         (b"content-encoding", b"br")]
+
+
+@pytest.mark.parametrize("raw", [
+    [(b"Content-Type", b"text/event-stream; charset=utf-8")],
+    [(b"content-type", b"text/event-stream"), (b"Content-Type", b"application/json")],
+    [(b"Content-Type", b"application/json"), (b"content-type", b"text/event-stream")],
+    [(b"Content-Type", b"Text/Event-Stream")],
+    [(b"X-Type", b"text/event-stream")],
+    [],
+])
+def test_an_event_stream_is_told_as_the_joined_header_value_tells_it(raw):
+    assert is_event_stream(raw) == (header_value(raw, b"content-type") or b"").startswith(b"text/event-stream")
