@@ -10,9 +10,12 @@ memory has nothing.
 It also marks the contents a rule that edits one content at a time (TM602, TM604, TM605, TM607, TM608, TM613) may
 change, so that the repair runs those rules over them alone (and over the contents the rules and the view made). A mark
 may say more than ``broken`` (a call part that also holds a response): a repair that runs for another reason mends it.
+And it says which call contents the next content answers exactly (``exact``), and the ids of every other response
+(``loose``): the view leaves such a call turn out of what the structural rules walk (``view.inert_runs``).
 """
 
 from collections import Counter
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +25,7 @@ from proxy.dialects.gemini.rules.empty_parts import is_empty
 from proxy.dialects.gemini.rules.legacy_role import ROLES
 from proxy.dialects.gemini.rules.thought_signature import signed
 from proxy.dialects.gemini.target import GeminiTarget
+from proxy.dialects.gemini.view import is_view_id
 
 
 @dataclass(slots=True)
@@ -31,6 +35,11 @@ class Inspection:
     wanted: list[str] = field(default_factory=list)
     #: Positions of the contents a rule that edits one content at a time may change.
     marked: set[int] = field(default_factory=set)
+    #: Positions of the call contents the next content answers exactly: a response for each call, in order, by the
+    #: call's id and name, and nothing else.
+    exact: list[int] = field(default_factory=list)
+    #: When broken, the ids of the responses of no such pair. Neither when some call id is declared twice.
+    loose: set[str] = field(default_factory=set)
 
 
 def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False) -> Inspection:
@@ -45,12 +54,13 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
     mark = found.marked.add
     broken = False
     declared: set[str] = set()  # every call id so far
-    answering: list[str] = []  # ids of responses that answer no call of the content before them
+    answering: list[str] = []  # ids of responses that answer the content before them other than exactly, or none
+    exact = found.exact
     nameless: list[str] = []  # ids of calls without a name (memory may hold it)
     pending: list[tuple[str | None, Any]] | None = None  # the (id, name) of the calls of the content before, if a call content
     real = 0  # where the current turn starts: after the last user content that is not only responses
     unsigned: list[tuple[int, list[Any]]] = []  # the model contents whose first call part has no signature
-    model_before = False
+    model_before = repeated = False
     for index, content in enumerate(contents):
         if type(content) is not dict:
             broken = broken or pending is not None  # TM104: its calls are answered by nothing
@@ -86,7 +96,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
                     mark(index)  # TM602, TM604 take it for a response part
                 if type(cid) is str and cid:
                     if cid in declared:
-                        broken = True  # TM107 (GN-8)
+                        broken = repeated = True  # TM107 (GN-8)
                     declared.add(cid)
                 else:
                     cid = None
@@ -112,6 +122,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         if role == MODEL:
             if responses:
                 mark(index)  # TM604 (GN-4)
+                answering.extend(rid for rid, _ in responses if rid is not None)
             if model_before or responses or (calls and index == 0):
                 broken = True  # TM603 (GN-3), TM604 (GN-4), TM611 (GN-3)
             if pending is not None:
@@ -131,8 +142,12 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         elif responses and (others or calls):
             mark(index)  # TM602 (GN-1): the parts beside the responses move after them
         if pending is not None:
-            if others or not _answers(pending, responses, answering):
-                broken = True  # TM601/TM602 (GN-1), TM101-TM104, TM606 (GN-7)
+            if not others and responses == pending:
+                exact.append(index - 1)  # each answers the call at its position, by id and name: how clients send them
+            else:
+                answering.extend(rid for rid, _ in responses if rid is not None)
+                if others or not _answers(pending, responses):
+                    broken = True  # TM601/TM602 (GN-1), TM101-TM104, TM606 (GN-7)
             if others:
                 real = index + 1
             pending = None
@@ -150,16 +165,19 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
             found.wanted.extend(key for part in parts if type(part) is dict and type(call := part.get(CALL)) is dict
                                 and part.get(SIGNATURE) is None and (key := call_key(call)) is not None)
     found.broken = broken
+    if repeated or (broken and any(map(is_view_id, chain(declared, answering)))):
+        # TM107 renames calls and responses alike; an id shaped like the view's own for a call without one may meet
+        # that id in the view: no pair is left out
+        exact.clear()
+    elif broken:
+        found.loose = set(answering)
     return found
 
 
-def _answers(calls: list[tuple[str | None, Any]], responses: list[tuple[str | None, Any]], answering: list[str]) -> bool:
-    """Whether ``responses`` answer ``calls`` exactly as the view pairs them (by id, else by name), each one once and
-    under its call's name; the ids of responses that answer none go onto ``answering``."""
-    if responses == calls:
-        return True  # each answers the call at its position, by id and name: how clients send them
+def _answers(calls: list[tuple[str | None, Any]], responses: list[tuple[str | None, Any]]) -> bool:
+    """Whether ``responses`` answer ``calls`` as the view pairs them (by id, else by name), each one once and under its
+    call's name."""
     if len(calls) != len(responses):
-        answering.extend(rid for rid, _ in responses if rid is not None)
         return False
     by_id = {cid: name for cid, name in calls if cid is not None}
     names = Counter(name for _, name in calls)
@@ -168,7 +186,6 @@ def _answers(calls: list[tuple[str | None, Any]], responses: list[tuple[str | No
             if by_id.pop(rid) != name:
                 return False
         elif rid is not None:
-            answering.append(rid)
             return False
         names[name] -= 1
         if names[name] < 0:

@@ -26,7 +26,8 @@ from proxy.dialects.gemini.check import inspect
 from proxy.dialects.gemini.rules import PIPELINE
 from proxy.dialects.gemini.rules.edit import gemini_context
 from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
-from proxy.dialects.gemini.view import read, view_turn, write
+from proxy.dialects.gemini.parts import function_call, id_of
+from proxy.dialects.gemini.view import inert_runs, read, view_turn, write
 from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
@@ -44,6 +45,10 @@ class GeminiPlan:
     #: The positions of the client's contents the check found a rule that edits one content at a time may change
     #: (None: not known, so those rules walk every content).
     marked: frozenset[int] | None = None
+    #: The positions of the call contents the next content answers exactly, and the ids of every other response
+    #: (``check.Inspection``): with the marks, what the view may leave out (``view.inert_runs``).
+    exact: tuple[int, ...] = ()
+    loose: frozenset[str] = frozenset()
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
         ctx = gemini_context(list(self.body["contents"]), self.body, recalled, policy, self.profile, self.target)
@@ -54,7 +59,8 @@ class GeminiPlan:
                 ctx.pending[at] = True
         if refused(ctx, PIPELINE.run("contents", self.profile.name)):
             return Result(self.body, tuple(ctx.findings), ctx.rejected)
-        view = read(ctx.messages, ctx.origin)
+        runs = inert_runs(ctx.messages, self._sealed(recalled)) if self.marked is not None else ()
+        view = read(ctx.messages, ctx.origin, runs)
         ctx.messages, read_pending, ctx.pending = view.entries, ctx.pending, None
         ctx.paired(view.pairing)
         # The structural rules read remembered turns as they read the history: as the view.
@@ -68,6 +74,19 @@ class GeminiPlan:
         if not ctx.findings:
             return Result(self.body, ())
         return Result({**self.body, "contents": ctx.messages}, tuple(ctx.findings))
+
+    def _sealed(self, recalled: Recalled) -> dict[int, Any]:
+        """Each call content the next one answers exactly (by identity) -> that response content, where neither is
+        marked and no other response nor remembered turn names one of its calls (a restored turn would take it)."""
+        contents, marked = self.body["contents"], self.marked or ()
+        named = self.loose.union(*(turn.get("ids", ()) for turn in recalled.values())) if recalled else self.loose
+        return {id(contents[at]): contents[at + 1] for at in self.exact if at not in marked and at + 1 not in marked
+                and not any(key in named for part in contents[at]["parts"] if (key := _call_id(part)) is not None)}
+
+
+def _call_id(part: Any) -> str | None:
+    call = function_call(part)
+    return id_of(call) if call is not None else None
 
 
 def _written_pending(placed: list[int | None], read_pending: list[bool] | None) -> list[bool] | None:
@@ -84,7 +103,8 @@ def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER
     found = inspect(body, facts, policy is not None and policy.continue_model_turn)
     if not found.broken:
         return None
-    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked))
+    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked), tuple(found.exact),
+                      frozenset(found.loose))
 
 
 def retried(body: dict[str, Any], profile: Profile, policy: Policy, leave: Leaving = EVERY) -> Result | None:

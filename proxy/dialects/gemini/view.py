@@ -12,6 +12,9 @@ Gemini calls and responses may carry no ``id`` (GN-9). A call without one gets a
 (by position when it has no name), else it is an orphan with a view id of its own. A view id is never written: a
 part keeps the id it was read with, and only an id a rule renamed is written into a copy of the part.
 
+The plan may leave runs of contents out of the view (``inert_runs``): contents no structural rule would touch, read
+around and written back as sent, in place.
+
 Writing back groups consecutive entries of one side by the content they were read from; a made-up response joins
 the response content before it. A content whose parts come back as the very objects read, in order, is the
 client's own object, so an untouched content goes upstream exactly as sent. A made-up response says plainly that
@@ -21,7 +24,7 @@ after the client's own parts of that content that memory does not hold.
 """
 
 from collections import deque
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import is_
@@ -73,6 +76,9 @@ class View:
     placed: list[int | None] = field(default_factory=list)
     #: Where the calls and results of ``entries`` stand as read (what ``Pairing(entries)`` would walk to find).
     pairing: Pairing = field(default_factory=Pairing)
+    #: The runs of contents left out (``inert_runs``), each by the first entry read after it (``None``: the last run,
+    #: when the contents end with it): written back, as sent, just before that entry's content.
+    before: dict[int | None, range] = field(default_factory=dict)
 
 
 def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list[Any]) -> dict[str, Any]:
@@ -84,9 +90,56 @@ def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list
     return made
 
 
-def read(contents: list[Any], origin: dict[int, int]) -> View:
-    """The view of ``contents``; ``origin`` (each content's position as the client sent it, by identity) learns
-    every entry, so findings name the client's positions."""
+def inert_runs(contents: list[Any], sealed: dict[int, Any]) -> list[tuple[range, bool]]:
+    """The runs of contents the structural rules need not read, each with whether it holds a call content. A content is
+    inert when it holds neither calls nor responses, or is a call content answered exactly by the one after it, whose
+    calls and responses nothing else names (``sealed``: the call content's identity -> that response content's). A
+    run ends where a model content follows, or the contents end, so that every block of responses and every walk up
+    to the next model entry ends where it did; the view reads around the runs and writes them back as they are."""
+    runs: list[tuple[range, bool]] = []
+    start = end = -1  # the run being found, and where it may end (a model content follows): -1 when none
+    calls = ended_calls = False  # whether it holds a call content, so far and up to ``end``
+    partner: Any = None  # the response content that must come next, after a sealed call content
+    last = len(contents) - 1
+    for at, content in enumerate(contents):
+        if partner is not None:
+            inert, partner = content is partner, None
+            if not inert:  # the call content before is not inert after all
+                start = -1 if start == at - 1 else start
+        elif type(content) is not dict or type(parts := content.get("parts")) is not list or not parts:
+            inert = False
+        elif (partner := sealed.get(id(content))) is not None:
+            if start < 0:
+                start = at
+            calls = True
+            continue
+        else:
+            role = content.get("role", USER)
+            inner = CALL if role == MODEL else RESPONSE if role == USER else None
+            inert = inner is not None
+            for part in parts if inert else ():
+                if type(part) is dict and type(part.get(inner)) is dict:
+                    inert = False
+                    break
+        if not inert:
+            if start < end:
+                runs.append((range(start, end), ended_calls))
+            start = end = -1
+            calls = False
+            continue
+        if start < 0:
+            start = at
+        if at == last or (type(following := contents[at + 1]) is dict and following.get("role") == MODEL
+                          and type(following.get("parts")) is list):
+            end, ended_calls = at + 1, calls
+    if start < end:
+        runs.append((range(start, end), ended_calls))
+    return runs
+
+
+def read(contents: list[Any], origin: dict[int, int], runs: Sequence[tuple[range, bool]] = ()) -> View:
+    """The view of ``contents`` but for ``runs`` (``inert_runs``); ``origin`` (each content's position as the client
+    sent it, by identity) learns every entry, so findings name the client's positions."""
     view = View(contents)
     out, position = view.entries, view.position
     unanswered = _Unanswered()
@@ -96,84 +149,107 @@ def read(contents: list[Any], origin: dict[int, int]) -> View:
     turn, answered = -1, 0  # the latest call entry, and how many responses follow it directly
     ids: list[str] = []  # the ids it declares
     entry: Message
-    for index, content in enumerate(contents):
-        at = origin.get(id(content), index)
-        role = content.get("role", USER) if type(content) is dict else None
-        parts = content.get("parts") if role in (MODEL, USER) else None
-        if type(parts) is not list:
-            view.read_parts.append([])
-            entry = {"role": "item", "content": None, NATIVE: content}
-            made = id(entry)
-            origin[made], position[made] = at, index
-            out.append(entry)
-            continue
-        view.read_parts.append(parts)
-        if role == MODEL:
-            calls: list[dict[str, Any]] = []
-            keys: list[str] = []
-            pending: list[Any] = []
-            number = -1  # counted, not ``enumerate``d: an iterator made per content costs more over a long history
+    for left_out, calls_left_out, segment in _segments(runs, len(contents)):
+        if left_out:
+            view.read_parts += [_LEFT_OUT] * len(left_out)
+            if calls_left_out:
+                unanswered = _Unanswered()  # the latest call content is one left out, every call of it answered
+        opened = len(out)
+        for index in segment:
+            content = contents[index]
+            at = origin.get(id(content), index)
+            role = content.get("role", USER) if type(content) is dict else None
+            parts = content.get("parts") if role in (MODEL, USER) else None
+            if type(parts) is not list:
+                view.read_parts.append([])
+                entry = {"role": "item", "content": None, NATIVE: content}
+                made = id(entry)
+                origin[made], position[made] = at, index
+                out.append(entry)
+                continue
+            view.read_parts.append(parts)
+            if role == MODEL:
+                calls: list[dict[str, Any]] = []
+                keys: list[str] = []
+                pending: list[Any] = []
+                number = -1  # counted, not ``enumerate``d: an iterator made per content costs more over a long history
+                for part in parts:
+                    number += 1
+                    call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
+                    if type(call) is dict:
+                        key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
+                        if key in declared:
+                            view.pairing.repeated = True
+                        declared[key] = len(out)
+                        keys.append(key)
+                        calls.append(view_call(part, call, key, pending))
+                        pending = []
+                    else:
+                        pending.append(part)
+                if calls:
+                    unanswered = _Unanswered(calls)
+                    if turn >= 0:
+                        turns.append((turn, turn + 1 + answered, ids))
+                    turn, answered, ids = len(out), 0, keys
+                    entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
+                else:
+                    entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
+                made = id(entry)
+                origin[made], position[made] = at, index
+                out.append(entry)
+                continue
+            run: list[Any] | None = None
+            first = len(out)
+            number = -1
             for part in parts:
                 number += 1
-                call = part.get(CALL) if type(part) is dict else None  # ``function_call``, inlined: every part is read
-                if type(call) is dict:
-                    key = id_of(call) or f"{VIEW_ID}contents[{at}].parts[{number}]"
-                    if key in declared:
-                        view.pairing.repeated = True
-                    declared[key] = len(out)
-                    keys.append(key)
-                    calls.append(view_call(part, call, key, pending))
-                    pending = []
+                response = part.get(RESPONSE) if type(part) is dict else None  # ``function_response``, inlined
+                if type(response) is dict:
+                    name = name_of(response)
+                    key = _answering(id_of(response), name, declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
+                    entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
+                    if name is not None:
+                        entry["name"] = name
+                    block = turn if len(out) == turn + 1 + answered else -1
+                    results.append((len(out), key, block))
+                    if block >= 0:
+                        answered += 1
+                    run = None
+                elif run is None:
+                    run = [part]
+                    entry = {"role": "user", "content": run, NATIVE: content}
                 else:
-                    pending.append(part)
-            if calls:
-                unanswered = _Unanswered(calls)
-                if turn >= 0:
-                    turns.append((turn, turn + 1 + answered, ids))
-                turn, answered, ids = len(out), 0, keys
-                entry = {"role": "assistant", "content": pending or None, NATIVE: content, "tool_calls": calls}
-            else:
-                entry = {"role": "assistant", "content": pending or None, NATIVE: content, LEAD: True}
-            made = id(entry)
-            origin[made], position[made] = at, index
-            out.append(entry)
-            continue
-        run: list[Any] | None = None
-        first = len(out)
-        number = -1
-        for part in parts:
-            number += 1
-            response = part.get(RESPONSE) if type(part) is dict else None  # ``function_response``, inlined
-            if type(response) is dict:
-                name = name_of(response)
-                key = _answering(id_of(response), name, declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
-                entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
-                if name is not None:
-                    entry["name"] = name
-                block = turn if len(out) == turn + 1 + answered else -1
-                results.append((len(out), key, block))
-                if block >= 0:
-                    answered += 1
-                run = None
-            elif run is None:
-                run = [part]
-                entry = {"role": "user", "content": run, NATIVE: content}
-            else:
-                run.append(part)
-                continue
-            made = id(entry)
-            origin[made], position[made] = at, index
-            out.append(entry)
-        if len(out) == first:
-            entry = {"role": "user", "content": [], NATIVE: content}
-            made = id(entry)
-            origin[made], position[made] = at, index
-            out.append(entry)
+                    run.append(part)
+                    continue
+                made = id(entry)
+                origin[made], position[made] = at, index
+                out.append(entry)
+            if len(out) == first:
+                entry = {"role": "user", "content": [], NATIVE: content}
+                made = id(entry)
+                origin[made], position[made] = at, index
+                out.append(entry)
+        if left_out:  # written back before the first entry read after it (a model content's: it always makes one)
+            view.before[id(out[opened]) if len(out) > opened else None] = left_out
     if turn >= 0:
         turns.append((turn, turn + 1 + answered, ids))
     view.pairing.tools = bool(results)  # every response's entry has an id
     view.kept.extend(out)
     return view
+
+
+#: What ``View.read_parts`` holds for a content left out.
+_LEFT_OUT: list[Any] = []
+
+
+def _segments(runs: Sequence[tuple[range, bool]], count: int) -> Iterator[tuple[range, bool, range]]:
+    """The positions of ``count`` contents to read, as ranges, each after the run left out just before it (empty for
+    the first) and whether that run holds a call content; the last range is empty when the contents end with a run."""
+    left_out, calls, done = range(0), False, 0
+    for run, holds in runs:
+        yield left_out, calls, range(done, run.start)
+        left_out, calls, done = run, holds, run.stop
+    yield left_out, calls, range(done, count)
 
 
 def _answering(key: str | None, name: str | None, declared: Container[str], unanswered: "_Unanswered") -> str | None:
@@ -282,29 +358,35 @@ def write(entries: list[Message], view: View, origin: dict[int, int]) -> list[An
             group = [entry]
             groups.append((at, model, group))
             last_at, last_side = at, model
+    before = view.before
     for at, side, group in groups:
+        if before and (run := before.pop(id(group[0]), None)) is not None:
+            _put_back(run, view, out)
+        written: Any
         if side is None:
-            out.append(group[0][NATIVE])
-            placed.append(at)
-            continue
-        model = side
-        parts = _model_parts(group) if model else _user_parts(group)
-        if at is None:
-            made = {"role": MODEL if model else USER, "parts": parts}
-            out.append(made)
-            placed.append(None)
-            continue
-        read = view.read_parts[at]
-        native = view.contents[at]
-        if len(parts) == len(read) and all(map(is_, parts, read)):
-            out.append(native)
-            placed.append(at)
-            continue
-        copy = {**native, "parts": parts}
-        origin[id(copy)] = origin.get(id(native), at)
-        out.append(copy)
-        placed.append(None)
+            written, where = group[0][NATIVE], at
+        else:
+            parts = _model_parts(group) if side else _user_parts(group)
+            if at is None:
+                written, where = {"role": MODEL if side else USER, "parts": parts}, None
+            elif len(parts) == len(read := view.read_parts[at]) and all(map(is_, parts, read)):
+                written, where = view.contents[at], at
+            else:
+                written, where = {**view.contents[at], "parts": parts}, None
+                origin[id(written)] = origin.get(id(view.contents[at]), at)
+        out.append(written)
+        placed.append(where)
+    if (run := before.pop(None, None)) is not None:
+        _put_back(run, view, out)
+    # No structural rule removes a model entry, before which a run goes back: a rule that did would lose contents.
+    assert not before, "a run of contents left out of the view was not written back"
     return out
+
+
+def _put_back(run: range, view: View, out: list[Any]) -> None:
+    """The contents of a run left out of the view, as sent, at their own positions."""
+    out += view.contents[run.start:run.stop]
+    view.placed += run
 
 
 def _user_parts(entries: list[Message]) -> list[Any]:
