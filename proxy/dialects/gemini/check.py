@@ -15,8 +15,8 @@ And it says which call contents the next content answers exactly (``exact``), an
 """
 
 from collections import Counter
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from proxy.dialects.gemini.keys import call_key

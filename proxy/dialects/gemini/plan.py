@@ -23,10 +23,10 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.gemini.check import inspect
+from proxy.dialects.gemini.parts import function_call, id_of
 from proxy.dialects.gemini.rules import PIPELINE
 from proxy.dialects.gemini.rules.edit import gemini_context
 from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
-from proxy.dialects.gemini.parts import function_call, id_of
 from proxy.dialects.gemini.view import inert_runs, read, view_turn, write
 from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.repair.cancel import Cancel

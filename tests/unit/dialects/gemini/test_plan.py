@@ -194,3 +194,11 @@ def test_the_view_tells_tm107_where_an_id_is_declared_twice() -> None:
     planned = plan({"contents": idless_first}, gemini_profile("gemini"), G25)
     assert planned is not None
     assert [finding.code for finding in planned.repair({}, DEFAULT_POLICY).findings].count("TM107") == 1
+
+
+def test_every_response_the_view_may_take_for_an_orphan_is_recalled() -> None:
+    # The first response answers under another name: the check still reads the second, whose call the client dropped.
+    lost = {"functionResponse": {"id": "gone", "name": "weather", "response": {"temp": "9C"}}}
+    renamed = {"functionResponse": {**ANSWER_A["functionResponse"], "name": "tool"}}
+    planned = plan({"contents": [Q, model(CALL_A, CALL_B), user(renamed, lost)]}, gemini_profile("gemini"), G25)
+    assert planned is not None and "gone" in planned.recall
