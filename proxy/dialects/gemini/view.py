@@ -24,7 +24,7 @@ after the client's own parts of that content that memory does not hold.
 """
 
 from collections import deque
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import is_
@@ -205,8 +205,16 @@ def read(contents: list[Any], origin: dict[int, int], runs: Sequence[tuple[range
                 number += 1
                 response = part.get(RESPONSE) if type(part) is dict else None  # ``function_response``, inlined
                 if type(response) is dict:
-                    name = name_of(response)
-                    key = _answering(id_of(response), name, declared, unanswered) or f"{VIEW_ID}contents[{at}].parts[{number}].response"
+                    name = response.get("name")  # ``name_of`` and ``id_of``, inlined: every response is read
+                    if type(name) is not str or not name:
+                        name = None
+                    sent = response.get("id")
+                    if type(sent) is str and sent and sent in declared:
+                        key = sent  # how most responses answer: by their call's id
+                        unanswered.taken.add(key)
+                    else:  # the first unanswered call of its name in the latest call content, else its own id (an orphan)
+                        sent = sent if type(sent) is str and sent else None
+                        key = unanswered.answer(name, sent is not None) or sent or f"{VIEW_ID}contents[{at}].parts[{number}].response"
                     entry = {"role": "tool", "content": response.get("response"), "tool_call_id": key, NATIVE: part, READ: key}
                     if name is not None:
                         entry["name"] = name
@@ -250,16 +258,6 @@ def _segments(runs: Sequence[tuple[range, bool]], count: int) -> Iterator[tuple[
         yield left_out, calls, range(done, run.start)
         left_out, calls, done = run, holds, run.stop
     yield left_out, calls, range(done, count)
-
-
-def _answering(key: str | None, name: str | None, declared: Container[str], unanswered: "_Unanswered") -> str | None:
-    """The id of the call a response answers: its own id when a call declared it; else the first unanswered call of
-    its name (or by position) in the latest call content, one without an id of its own when the response has one
-    (an id answers no other id); else its own id (an orphan, recalled by it)."""
-    if key is not None and key in declared:
-        unanswered.taken.add(key)
-        return key
-    return unanswered.answer(name, key is not None) or key
 
 
 class _Queues:
@@ -404,14 +402,20 @@ def _user_parts(entries: list[Message]) -> list[Any]:
             parts.append({RESPONSE: response})
             continue
         response = native[RESPONSE]
+        renamed = key != entry.get(READ) and not is_view_id(key)
+        answered = entry.get("content") is not response.get("response")
+        named = (name := entry.get("name")) is not None and name != response.get("name")  # its call's name (TM606)
+        if not (renamed or answered or named):
+            parts.append(native)  # most are written as read: no dict is made for them
+            continue
         changes: dict[str, Any] = {}
-        if key != entry.get(READ) and not is_view_id(key):
+        if renamed:
             changes["id"] = key
-        if entry.get("content") is not response.get("response"):
+        if answered:
             changes["response"] = entry.get("content")
-        if (name := entry.get("name")) is not None and name != response.get("name"):
-            changes["name"] = name  # the name of the call it answers (TM606)
-        parts.append({**native, RESPONSE: {**response, **changes}} if changes else native)
+        if named:
+            changes["name"] = name
+        parts.append({**native, RESPONSE: {**response, **changes}})
     return parts
 
 
