@@ -106,3 +106,31 @@ def test_the_heap_is_thawed_when_the_work_ends_even_with_another_in_flight() -> 
     assert endpoint.heap_frozen(outer) == 0  # the inner work's end thawed the outer's heap too
     assert gc.get_freeze_count() == 0 and gc.isenabled()
     assert endpoint.heap_frozen(gc.get_freeze_count) > 0
+
+
+def test_the_young_generation_is_collected_less_often_while_large_work_runs_in_any_thread() -> None:
+    # Two large bodies in two threads, overlapping: the threshold is raised while either runs, and the one found is put
+    # back only when the last ends.
+    found = gc.get_threshold()
+    first_running, second_done, first_may_end = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, tuple[int, ...]] = {}
+
+    def first() -> None:
+        first_running.set()
+        assert first_may_end.wait(HANG_GUARD)
+        seen["first, at its end"] = gc.get_threshold()
+
+    def second() -> None:
+        seen["second"] = gc.get_threshold()
+
+    worker = threading.Thread(target=endpoint.heap_frozen, args=(first,))
+    worker.start()
+    assert first_running.wait(HANG_GUARD)
+    endpoint.heap_frozen(second)
+    seen["between"] = gc.get_threshold()  # the second ended; the first still runs
+    second_done.set()
+    first_may_end.set()
+    worker.join(HANG_GUARD)
+    raised = (endpoint.YOUNG_OBJECTS, *found[1:])
+    assert seen == {"second": raised, "between": raised, "first, at its end": raised}
+    assert gc.get_threshold() == found
