@@ -10,8 +10,9 @@ memory has nothing.
 It also marks the contents a rule that edits one content at a time (TM602, TM604, TM605, TM607, TM608, TM613) may
 change, so that the repair runs those rules over them alone (and over the contents the rules and the view made). A mark
 may say more than ``broken`` (a call part that also holds a response): a repair that runs for another reason mends it.
-And it says which call contents the next content answers exactly (``exact``), and the ids of every other response
-(``loose``): the view leaves such a call turn out of what the structural rules walk (``view.inert_runs``).
+And it says which call contents the contents after them answer exactly (``exact``, ``spread``), and the ids of every
+other response (``loose``): the view leaves such a call turn out of what the structural rules walk
+(``view.inert_runs``).
 """
 
 from collections import Counter
@@ -38,7 +39,10 @@ class Inspection:
     #: Positions of the call contents the next content answers exactly: a response for each call, in order, by the
     #: call's id and name, and nothing else.
     exact: list[int] = field(default_factory=list)
-    #: When broken, the ids of the responses of no such pair. Neither when some call id is declared twice.
+    #: The same answered by the contents after them together, each the next calls' responses (TM601 merges them): the
+    #: call content's position and the last one's.
+    spread: list[tuple[int, int]] = field(default_factory=list)
+    #: When broken, the ids of the responses that answer none of these. None of these when a call id is declared twice.
     loose: set[str] = field(default_factory=set)
 
 
@@ -56,6 +60,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
     declared: set[str] = set()  # every call id so far
     answering: list[str] = []  # ids of responses that answer the content before them other than exactly, or none
     exact = found.exact
+    opened = -1  # the position of the call content whose calls ``pending`` holds
     nameless: list[str] = []  # ids of calls without a name (memory may hold it)
     pending: list[tuple[str | None, Any]] | None = None  # the (id, name) of the calls of the content before, if a call content
     real = 0  # where the current turn starts: after the last user content that is not only responses
@@ -127,7 +132,7 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
                 broken = True  # TM603 (GN-3), TM604 (GN-4), TM611 (GN-3)
             if pending is not None:
                 broken = True  # TM104: the calls before are answered by nothing
-            pending = calls or None
+            pending, opened = calls or None, index
             if calls and signs and not (signed_call or signed(parts)):
                 unsigned.append((index, parts))
             model_before = True
@@ -142,8 +147,16 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
         elif responses and (others or calls):
             mark(index)  # TM602 (GN-1): the parts beside the responses move after them
         if pending is not None:
-            if not others and responses == pending:
-                exact.append(index - 1)  # each answers the call at its position, by id and name: how clients send them
+            if not others and not calls and responses == pending:
+                # each answers the call at its position, by id and name: how clients send them
+                if opened == index - 1:
+                    exact.append(opened)
+                else:
+                    found.spread.append((opened, index))
+            elif not others and not calls and responses == pending[:len(responses)]:
+                broken = True  # TM601 (GN-1): the next calls' responses, the others' in the contents after
+                pending = pending[len(responses):]
+                continue
             else:
                 answering.extend(rid for rid, _ in responses if rid is not None)
                 if others or not _answers(pending, responses):
@@ -167,8 +180,9 @@ def inspect(body: dict[str, Any], target: GeminiTarget, continues: bool = False)
     found.broken = broken
     if repeated or (broken and any(map(is_view_id, chain(declared, answering)))):
         # TM107 renames calls and responses alike; an id shaped like the view's own for a call without one may meet
-        # that id in the view: no pair is left out
+        # that id in the view: no call content is left out
         exact.clear()
+        found.spread.clear()
     elif broken:
         found.loose = set(answering)
     return found

@@ -23,7 +23,7 @@ from typing import Any
 
 from proxy.dialects.dialect import viewed
 from proxy.dialects.gemini.check import inspect
-from proxy.dialects.gemini.parts import function_call, id_of
+from proxy.dialects.gemini.parts import CALL, function_call, id_of
 from proxy.dialects.gemini.rules import PIPELINE
 from proxy.dialects.gemini.rules.edit import gemini_context
 from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
@@ -45,9 +45,10 @@ class GeminiPlan:
     #: The positions of the client's contents the check found a rule that edits one content at a time may change
     #: (None: not known, so those rules walk every content).
     marked: frozenset[int] | None = None
-    #: The positions of the call contents the next content answers exactly, and the ids of every other response
-    #: (``check.Inspection``): with the marks, what the view may leave out (``view.inert_runs``).
-    exact: tuple[int, ...] = ()
+    #: The call contents the contents after them answer exactly (by position: the call content's, and the last
+    #: answering one's), and the ids of every other response (``check.Inspection``): what the view may leave out
+    #: (``view.inert_runs``).
+    exact: tuple[tuple[int, int], ...] = ()
     loose: frozenset[str] = frozenset()
 
     def repair(self, recalled: Recalled, policy: Policy, cancel: Cancel | None = None) -> Result:
@@ -75,18 +76,19 @@ class GeminiPlan:
             return Result(self.body, ())
         return Result({**self.body, "contents": ctx.messages}, tuple(ctx.findings))
 
-    def _sealed(self, recalled: Recalled) -> dict[int, Any]:
-        """Each call content the next one answers exactly (by identity) -> that response content, where neither is
-        marked and no other response nor remembered turn names one of its calls (a restored turn would take it)."""
-        contents, marked = self.body["contents"], self.marked or ()
+    def _sealed(self, recalled: Recalled) -> dict[int, tuple[list[Any], ...]]:
+        """Each call content the contents after it answer exactly, by the identity of its first call part -> the parts
+        lists of those contents (by identity: a content the rules over contents copied with other parts is not the one
+        the check judged), where no other response nor remembered turn names one of its calls (a restored turn would
+        take it)."""
+        contents = self.body["contents"]
         named = self.loose.union(*(turn.get("ids", ()) for turn in recalled.values())) if recalled else self.loose
-        return {id(contents[at]): contents[at + 1] for at in self.exact if at not in marked and at + 1 not in marked
-                and not any(key in named for part in contents[at]["parts"] if (key := _call_id(part)) is not None)}
-
-
-def _call_id(part: Any) -> str | None:
-    call = function_call(part)
-    return id_of(call) if call is not None else None
+        sealed: dict[int, tuple[list[Any], ...]] = {}
+        for start, end in self.exact:
+            calls = [part for part in contents[start]["parts"] if function_call(part) is not None]
+            if not any(key in named for part in calls if (key := id_of(part[CALL])) is not None):
+                sealed[id(calls[0])] = tuple(contents[at]["parts"] for at in range(start + 1, end + 1))
+        return sealed
 
 
 def _written_pending(placed: list[int | None], read_pending: list[bool] | None) -> list[bool] | None:
@@ -103,8 +105,8 @@ def plan(body: dict[str, Any], profile: Profile, facts: GeminiTarget = DEVELOPER
     found = inspect(body, facts, policy is not None and policy.continue_model_turn)
     if not found.broken:
         return None
-    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked), tuple(found.exact),
-                      frozenset(found.loose))
+    exact = (*((at, at + 1) for at in found.exact), *found.spread)
+    return GeminiPlan(body, profile, list(dict.fromkeys(found.wanted)), facts, frozenset(found.marked), exact, frozenset(found.loose))
 
 
 def retried(body: dict[str, Any], profile: Profile, policy: Policy, leave: Leaving = EVERY) -> Result | None:

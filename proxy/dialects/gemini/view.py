@@ -90,48 +90,51 @@ def view_call(part: dict[str, Any], call: dict[str, Any], key: str, before: list
     return made
 
 
-def inert_runs(contents: list[Any], sealed: dict[int, Any]) -> list[tuple[range, bool]]:
+def inert_runs(contents: list[Any], sealed: dict[int, tuple[list[Any], ...]]) -> list[tuple[range, bool]]:
     """The runs of contents the structural rules need not read, each with whether it holds a call content. A content is
-    inert when it holds neither calls nor responses, or is a call content answered exactly by the one after it, whose
-    calls and responses nothing else names (``sealed``: the call content's identity -> that response content's). A
-    run ends where a model content follows, or the contents end, so that every block of responses and every walk up
-    to the next model entry ends where it did; the view reads around the runs and writes them back as they are."""
+    inert when it holds neither calls nor responses, or is a call content answered exactly by the user contents after
+    it, whose calls and responses nothing else names (``sealed``: by the identity of its first call part, the parts
+    lists of those contents, in order; the rules over contents may have copied the call content, never with other
+    calls, since one that renames a call recalls its turn, which then names it). A run ends where a model content
+    follows, or the contents end, so that every block of responses and every walk up to the next model entry ends
+    where it did; the view reads around the runs and writes them back as they are."""
     runs: list[tuple[range, bool]] = []
-    start = end = -1  # the run being found, and where it may end (a model content follows): -1 when none
+    start = end = -1  # the run being found, and where it may end (before a model content): -1 when none
     calls = ended_calls = False  # whether it holds a call content, so far and up to ``end``
-    partner: Any = None  # the response content that must come next, after a sealed call content
-    last = len(contents) - 1
+    expected: tuple[list[Any], ...] = ()  # the parts lists of the user contents that must come next (a sealed call's)
     for at, content in enumerate(contents):
-        if partner is not None:
-            inert, partner = content is partner, None
-            if not inert:  # the call content before is not inert after all
-                start = -1 if start == at - 1 else start
-        elif type(content) is not dict or type(parts := content.get("parts")) is not list or not parts:
-            inert = False
-        elif (partner := sealed.get(id(content))) is not None:
-            if start < 0:
-                start = at
-            calls = True
-            continue
+        role = content.get("role", USER) if type(content) is dict else None
+        parts = content.get("parts") if role is not None else None
+        if expected:
+            if parts is expected[0] and role == USER:
+                expected = expected[1:]
+                continue
+            expected, inert = (), False  # the call content before is not inert after all: the run ends before it
         else:
-            role = content.get("role", USER)
-            inner = CALL if role == MODEL else RESPONSE if role == USER else None
-            inert = inner is not None
-            for part in parts if inert else ():
-                if type(part) is dict and type(part.get(inner)) is dict:
-                    inert = False
-                    break
+            model = role == MODEL and type(parts) is list
+            if model and start >= 0:
+                end, ended_calls = at, calls  # the run so far may end before this model content
+            inert = False
+            if (model or role == USER) and type(parts) is list and parts:
+                inner = CALL if model else RESPONSE
+                first = None  # its first call part (a model content's), or response part
+                for part in parts:
+                    if type(part) is dict and type(part.get(inner)) is dict:
+                        first = part
+                        break
+                if first is None:
+                    inert = True  # neither calls nor responses
+                elif model and (answers := sealed.get(id(first))) is not None:
+                    inert, calls, expected = True, True, answers
         if not inert:
             if start < end:
                 runs.append((range(start, end), ended_calls))
             start = end = -1
             calls = False
-            continue
-        if start < 0:
+        elif start < 0:
             start = at
-        if at == last or (type(following := contents[at + 1]) is dict and following.get("role") == MODEL
-                          and type(following.get("parts")) is list):
-            end, ended_calls = at + 1, calls
+    if start >= 0 and not expected:
+        end, ended_calls = len(contents), calls
     if start < end:
         runs.append((range(start, end), ended_calls))
     return runs

@@ -1,12 +1,13 @@
-"""The runs of contents the view leaves out (``inert_runs``): what may be left out, and that a repair that leaves them
-out comes to the very body and findings of one that reads every content (``marked=None``, which leaves nothing out).
+"""The runs of contents the view leaves out (``inert_runs``): what a repair leaves out, and that it comes to the very
+body and findings of a repair that reads every content (``marked=None``, which leaves nothing out).
 
-Each case is built so that something is left out (asserted first); the cases are those where leaving out too much
-would change the repair: a remembered turn or another response naming a left-out call, a response without an id after
-a left-out call content, a run that would end before a response content.
+Each case is built so that something is left out (asserted); the cases are those where leaving out too much would
+change the repair: a remembered turn or another response naming a left-out call, a response without an id after a
+left-out call content, a run that would end before a response content, contents the rules over contents copied.
 """
 
 import dataclasses
+import importlib
 from typing import Any
 
 import orjson
@@ -17,7 +18,6 @@ from proxy.dialects.gemini.keys import turn_ids
 from proxy.dialects.gemini.plan import GeminiPlan, plan
 from proxy.dialects.gemini.profiles import gemini_profile
 from proxy.dialects.gemini.target import GeminiTarget
-from proxy.dialects.gemini.view import inert_runs
 from proxy.repair import Policy
 from proxy.turns import Turn
 
@@ -39,6 +39,11 @@ def step(*keys: str | None) -> list[dict[str, Any]]:
     return [{"role": "model", "parts": [call(key) for key in keys]}, {"role": "user", "parts": [answer(key) for key in keys]}]
 
 
+def orphan(key: str) -> dict[str, Any]:
+    """A response content whose call content the client dropped: a repair runs, and a run ends before it."""
+    return {"role": "user", "parts": [answer(key)]}
+
+
 def remembered(*keys: str) -> Turn:
     parts = [call(key) for key in keys]
     return {"dialect": "gemini", "parts": parts, "ids": turn_ids(parts)}
@@ -50,60 +55,116 @@ def planned(contents: list[Any]) -> GeminiPlan:
     return found
 
 
-def left_out(found: GeminiPlan, memory: tuple[Turn, ...] = ()) -> list[int]:
-    """The positions the view leaves out of the client's contents (none of which the contents rules change here)."""
-    recalled = {key: turn for turn in memory for key in turn["ids"] if key in found.recall}
-    contents = found.body["contents"]
-    return [at for run, _ in inert_runs(contents, found._sealed(recalled)) for at in run]
+@pytest.fixture
+def left_out(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The contents the repairs of a test leave out of their view, as the rules over contents left them."""
+    module = importlib.import_module("proxy.dialects.gemini.plan")
+    inert_runs, seen = module.inert_runs, []
+
+    def recorded(contents: list[Any], sealed: Any) -> Any:
+        runs = inert_runs(contents, sealed)
+        seen.extend(contents[at] for run, _ in runs for at in run)
+        return runs
+
+    monkeypatch.setattr(module, "inert_runs", recorded)
+    return seen
 
 
 def same_repair(found: GeminiPlan, memory: tuple[Turn, ...] = (), policy: Policy = DEFAULT_POLICY) -> None:
+    """The repair that leaves runs out comes to what the repair that reads every content does."""
     recalled = {key: turn for turn in memory for key in turn["ids"] if key in found.recall}
     leaving, reading = found.repair(recalled, policy), dataclasses.replace(found, marked=None).repair(recalled, policy)
     assert orjson.dumps(leaving.body) == orjson.dumps(reading.body)
     assert leaving.findings == reading.findings and leaving.rejected == reading.rejected
 
 
-def test_exactly_answered_steps_and_plain_contents_are_left_out_up_to_a_model_content() -> None:
-    # An orphan response (its call content dropped) at the end: what stands before the model content before it goes.
-    contents = [Q, *step("a1", "a2"), DONE, Q, *step("b1"), DONE, Q, {"role": "user", "parts": [answer("lost")]}, DONE]
+def holding(contents: list[Any], part: Any) -> bool:
+    """Whether one of ``contents`` holds ``part`` (the very object)."""
+    return any(held is part for content in contents for held in content["parts"])
+
+
+def test_exactly_answered_steps_and_plain_contents_are_left_out_up_to_a_model_content(left_out: list[Any]) -> None:
+    contents = [Q, *step("a1", "a2"), DONE, Q, *step("b1"), DONE, Q, orphan("lost"), DONE]
     found = planned(contents)
-    assert left_out(found) == [0, 1, 2, 3, 4, 5, 6, 10]  # up to the model content before the orphan's user content
     for policy in (DEFAULT_POLICY, Policy(orphans="drop")):
+        left_out.clear()
         same_repair(found, (remembered("lost"),), policy)
-    assert found.repair({}, DEFAULT_POLICY).body["contents"][:7] == contents[:7]
+        # Up to the model content before the orphan's user content, and what follows the last model content.
+        assert left_out == contents[:7] + contents[10:]
 
 
-def test_a_call_another_response_names_is_not_left_out() -> None:
+def test_a_call_another_response_names_is_not_left_out(left_out: list[Any]) -> None:
     # The split response to c1 arrives after the exact step: the step answers c1 exactly, yet c1 is named elsewhere.
     contents = [Q, *step("c1"), DONE, Q, *step("d1", "d2"), {"role": "user", "parts": [answer("c1")]}, DONE]
-    found = planned(contents)
-    assert 1 not in left_out(found) and 0 in left_out(found)
-    same_repair(found)
+    same_repair(planned(contents))
+    assert contents[0] in left_out and contents[1] not in left_out
 
 
-def test_a_call_a_remembered_turn_names_is_not_left_out() -> None:
+def test_a_call_a_remembered_turn_names_is_not_left_out(left_out: list[Any]) -> None:
     # The client dropped the call content of "x"; memory holds it as sent, with "y", which the client still has.
-    contents = [Q, *step("y"), DONE, Q, {"role": "user", "parts": [answer("x")]}, DONE]
-    memory = (remembered("x", "y"),)
+    contents = [Q, *step("y"), DONE, Q, orphan("x"), DONE]
     found = planned(contents)
-    assert 1 in left_out(found)  # by the check alone
-    assert 1 not in left_out(found, memory)  # not once the turn that names it is recalled
-    same_repair(found, memory)
+    same_repair(found)
+    assert contents[1] in left_out  # with nothing recalled
+    left_out.clear()
+    same_repair(found, (remembered("x", "y"),))
+    assert contents[0] in left_out and contents[1] not in left_out  # not once the turn that names it is recalled
 
 
-def test_a_response_without_an_id_after_a_left_out_call_content_answers_no_earlier_call() -> None:
+def test_a_response_without_an_id_after_a_left_out_call_content_answers_no_earlier_call(left_out: list[Any]) -> None:
     contents = [Q, {"role": "model", "parts": [call(None, "read"), call(None, "grep")]},
                 {"role": "user", "parts": [answer(None, "read")]}, *step(None), DONE,
                 {"role": "user", "parts": [answer(None, "grep")]}, DONE]
-    found = planned(contents)
-    assert left_out(found) == [0, 3, 4, 7]
-    same_repair(found)
+    same_repair(planned(contents))
+    assert left_out == [contents[0], contents[3], contents[4], contents[7]]
 
 
-@pytest.mark.parametrize("after", [[{"role": "user", "parts": [answer("z")]}], []], ids=["a response content", "the end"])
-def test_a_run_ends_before_a_model_content_or_at_the_end(after: list[Any]) -> None:
+@pytest.mark.parametrize("after", [[orphan("z")], []], ids=["a response content", "the end"])
+def test_a_run_ends_before_a_model_content_or_at_the_end(after: list[Any], left_out: list[Any]) -> None:
     contents = [Q, {"role": "model", "parts": [call("w")]}, Q, *step("v"), Q, *after]
+    same_repair(planned(contents))
+    assert left_out == ([contents[0], contents[2]] if after else [contents[0], *contents[2:6]])
+
+
+def test_responses_spread_over_contents_in_the_calls_order_are_left_out_with_their_call_content(left_out: list[Any]) -> None:
+    calls = step("s1", "s2")[0]
+    contents = [Q, calls, {"role": "user", "parts": [answer("s1")]}, {"role": "user", "parts": [answer("s2")]}, DONE,
+                Q, orphan("lost"), DONE]
     found = planned(contents)
-    assert left_out(found) == ([0, 2] if after else [0, 2, 3, 4, 5])
     same_repair(found)
+    assert left_out == [*contents[:4], contents[7]]
+    # TM601 merges them after the view, whether the view read them or not.
+    assert found.repair({}, DEFAULT_POLICY).body["contents"][2]["parts"] == [answer("s1"), answer("s2")]
+
+
+def test_responses_that_stop_before_the_last_call_leave_their_call_content_in(left_out: list[Any]) -> None:
+    contents = [Q, step("t1", "t2")[0], {"role": "user", "parts": [answer("t1")]}, DONE, Q, *step("u1"), DONE]
+    same_repair(planned(contents))
+    assert contents[1] not in left_out and contents[5] in left_out
+
+
+@pytest.mark.parametrize("shape", ["a thought content of its own before the calls", "responses under the role function",
+                                   "an empty text part among the calls"])
+def test_a_call_content_the_rules_over_contents_copy_with_its_very_calls_is_left_out(shape: str, left_out: list[Any]) -> None:
+    calls, answers = step("k1", "k2")
+    if shape == "a thought content of its own before the calls":  # TM603 merges the two model contents
+        edited = [{"role": "model", "parts": [{"text": "Thinking.", "thought": True}]}, calls, answers]
+    elif shape == "responses under the role function":  # TM605 gives the content the role user
+        edited = [calls, {"role": "function", "parts": answers["parts"]}]
+    else:  # TM607 drops the empty part
+        edited = [{"role": "model", "parts": [calls["parts"][0], {"text": ""}, calls["parts"][1]]}, answers]
+    same_repair(planned([Q, *edited, DONE, Q, orphan("lost"), DONE]))
+    assert holding(left_out, calls["parts"][0]) and holding(left_out, answers["parts"][0])
+
+
+@pytest.mark.parametrize("at", [0, 1], ids=["its first call", "its second call"])
+def test_a_call_content_whose_call_the_rules_over_contents_replace_is_read(at: int, left_out: list[Any]) -> None:
+    # TM613 names a call sent without a name from memory: a copy of the call part, which the check did not judge; TM606
+    # then gives the response that name.
+    calls, answers = step("n0", "n1")
+    nameless = {"functionCall": {"id": f"n{at}", "args": {}}}
+    response = {"functionResponse": {"id": f"n{at}", "response": {"output": "sent"}}}
+    calls["parts"][at], answers["parts"][at] = nameless, response
+    contents = [Q, calls, answers, DONE]
+    same_repair(planned(contents), (remembered("n0", "n1"),))
+    assert contents[0] in left_out and not holding(left_out, response)
