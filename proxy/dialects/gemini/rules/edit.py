@@ -12,8 +12,8 @@ many contents there are does it with ``splice``, which keeps the pending positio
 
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from itertools import compress, count, islice
-from operator import and_
+from itertools import compress, count, islice, repeat
+from operator import eq
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER
@@ -110,8 +110,12 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
 
 def _after_same_role(contents: list[Any], role: str) -> list[int]:
     """The positions of the contents of ``role`` (``user`` when absent) that follow one of it."""
-    of_role = [type(content) is dict and content.get("role", USER) == role for content in contents]
-    return list(compress(count(1), map(and_, of_role, islice(of_role, 1, None))))
+    try:  # the roles read in C: each rule that merges runs reads every content's
+        roles = list(map(dict.get, contents, repeat("role"), repeat(USER)))
+    except TypeError:  # something that is not a content among them (never one of role ``role``)
+        roles = [content.get("role", USER) if type(content) is dict else None for content in contents]
+    # Two alike roles, the second ``role``: a JSON value equals a string only when it is that string.
+    return [at for at in compress(count(1), map(eq, roles, islice(roles, 1, None))) if roles[at] == role]
 
 
 def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str) -> None:
