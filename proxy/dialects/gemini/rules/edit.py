@@ -12,7 +12,7 @@ many contents there are does it with ``splice``, which keeps the pending positio
 
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from itertools import compress, count, islice, repeat
+from itertools import repeat
 from operator import eq
 from typing import Any
 
@@ -110,12 +110,17 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
 
 def _after_same_role(contents: list[Any], role: str) -> list[int]:
     """The positions of the contents of ``role`` (``user`` when absent) that follow one of it."""
-    try:  # the roles read in C: each rule that merges runs reads every content's
-        roles = list(map(dict.get, contents, repeat("role"), repeat(USER)))
-    except TypeError:  # something that is not a content among them (never one of role ``role``)
-        roles = [content.get("role", USER) if type(content) is dict else None for content in contents]
-    # Two alike roles, the second ``role``: a JSON value equals a string only when it is that string.
-    return [at for at in compress(count(1), map(eq, roles, islice(roles, 1, None))) if roles[at] == role]
+    try:  # read and compared in C, a byte per content: each rule that merges runs asks it of every content
+        of_role = bytes(map(eq, map(dict.get, contents, repeat("role"), repeat(USER)), repeat(role)))
+    except TypeError:  # something that is not a content among them (never of role ``role``)
+        of_role = bytes(type(content) is dict and content.get("role", USER) == role for content in contents)
+    positions: list[int] = []
+    at = of_role.find(b"\1\1")
+    while at != -1:  # a run of three holds two pairs: the next search starts at the second content of this one
+        at += 1
+        positions.append(at)
+        at = of_role.find(b"\1\1", at)
+    return positions
 
 
 def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str) -> None:
