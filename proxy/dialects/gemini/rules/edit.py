@@ -72,6 +72,11 @@ def splice(ctx: Context, edits: list[tuple[int, list[Any]]]) -> None:
     flagged: list[bool] = []
     done = 0
     for at, replacement in edits:
+        if len(replacement) == 1:  # in place, as nothing after it moves: the slice it is in is cut later
+            contents[at] = replacement[0]
+            if flags is not None:
+                flags[at] = True
+            continue
         out += contents[done:at]
         out += replacement
         if flags is not None:
