@@ -7,7 +7,8 @@ sent it), it replaces it with a copy, and ``origin`` learns the copy so findings
 A rule that edits one content at a time visits only the ``pending`` contents, when the context knows them: the
 client's own that the plan's check marked, what the rules made and what the view rebuilt (the plan names them); a
 long history whose repair touches a few hundred contents is not judged whole by each rule. A rule that changes how
-many contents there are does it with ``splice``, which keeps the pending positions true.
+many contents there are does it with ``splice``, which keeps the pending positions true: while the rules run, the flags
+change only there, so the rules between two splices visit the positions listed once.
 """
 
 from collections.abc import Callable, Sequence
@@ -32,6 +33,9 @@ class GeminiContext(Context):
     target: GeminiTarget = DEVELOPER
     made: list[Any]
     pending: list[bool] | None = None
+    #: The positions ``pending`` last listed, with the flags they were read from: the rules that follow one another
+    #: without a ``splice`` (which forgets them) visit the same ones.
+    listed: tuple[list[bool], list[int]] | None = None
 
 
 def gemini_context(contents: list[Any], body: dict[str, Any], recalled: Recalled, policy: Policy, profile: Profile,
@@ -48,16 +52,20 @@ def target_of(ctx: Context) -> GeminiTarget:
 
 
 def pending(ctx: Context) -> Sequence[int]:
-    """The positions, ascending, of the contents a rule that edits one content at a time may change."""
-    flags = ctx.pending if isinstance(ctx, GeminiContext) else None
-    if flags is None:
+    """The positions, ascending, of the contents a rule that edits one content at a time may change (the rules that
+    follow one another without a ``splice`` share them: not to be changed)."""
+    if not isinstance(ctx, GeminiContext) or ctx.pending is None:
         return range(len(ctx.messages))
+    flags = ctx.pending
+    if ctx.listed is not None and ctx.listed[0] is flags:  # the list is held there, so no other takes its identity
+        return ctx.listed[1]
     positions: list[int] = []
     at = -1
     with suppress(ValueError):  # ``index`` scans in C, and ends the search at the last one
         while True:
             at = flags.index(True, at + 1)
             positions.append(at)
+    ctx.listed = flags, positions
     return positions
 
 
@@ -88,6 +96,8 @@ def splice(ctx: Context, edits: list[tuple[int, list[Any]]]) -> None:
     if flags is not None:
         flagged += flags[done:]
         flags[:] = flagged
+    if isinstance(ctx, GeminiContext):
+        ctx.listed = None  # the pending positions moved
 
 
 def made_like(ctx: Context, content: Any, made: dict[str, Any]) -> dict[str, Any]:
