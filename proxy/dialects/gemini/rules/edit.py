@@ -7,13 +7,14 @@ sent it), it replaces it with a copy, and ``origin`` learns the copy so findings
 A rule that edits one content at a time visits only the ``pending`` contents, when the context knows them: the
 client's own that the plan's check marked, what the rules made and what the view rebuilt (the plan names them); a
 long history whose repair touches a few hundred contents is not judged whole by each rule. A rule that changes how
-many contents there are does it with ``splice``, which keeps the pending positions true.
+many contents there are does it with ``splice``, which keeps the pending positions true: while the rules run, the flags
+change only there, so the rules between two splices visit the positions listed once.
 """
 
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from itertools import compress, count, islice
-from operator import and_
+from itertools import repeat
+from operator import eq
 from typing import Any
 
 from proxy.dialects.gemini.parts import USER
@@ -32,6 +33,9 @@ class GeminiContext(Context):
     target: GeminiTarget = DEVELOPER
     made: list[Any]
     pending: list[bool] | None = None
+    #: The positions ``pending`` last listed, with the flags they were read from: the rules that follow one another
+    #: without a ``splice`` (which forgets them) visit the same ones.
+    listed: tuple[list[bool], list[int]] | None = None
 
 
 def gemini_context(contents: list[Any], body: dict[str, Any], recalled: Recalled, policy: Policy, profile: Profile,
@@ -48,16 +52,20 @@ def target_of(ctx: Context) -> GeminiTarget:
 
 
 def pending(ctx: Context) -> Sequence[int]:
-    """The positions, ascending, of the contents a rule that edits one content at a time may change."""
-    flags = ctx.pending if isinstance(ctx, GeminiContext) else None
-    if flags is None:
+    """The positions, ascending, of the contents a rule that edits one content at a time may change (the rules that
+    follow one another without a ``splice`` share them: not to be changed)."""
+    if not isinstance(ctx, GeminiContext) or ctx.pending is None:
         return range(len(ctx.messages))
+    flags = ctx.pending
+    if ctx.listed is not None and ctx.listed[0] is flags:  # the list is held there, so no other takes its identity
+        return ctx.listed[1]
     positions: list[int] = []
     at = -1
     with suppress(ValueError):  # ``index`` scans in C, and ends the search at the last one
         while True:
             at = flags.index(True, at + 1)
             positions.append(at)
+    ctx.listed = flags, positions
     return positions
 
 
@@ -72,6 +80,11 @@ def splice(ctx: Context, edits: list[tuple[int, list[Any]]]) -> None:
     flagged: list[bool] = []
     done = 0
     for at, replacement in edits:
+        if len(replacement) == 1:  # in place, as nothing after it moves: the slice it is in is cut later
+            contents[at] = replacement[0]
+            if flags is not None:
+                flags[at] = True
+            continue
         out += contents[done:at]
         out += replacement
         if flags is not None:
@@ -83,6 +96,8 @@ def splice(ctx: Context, edits: list[tuple[int, list[Any]]]) -> None:
     if flags is not None:
         flagged += flags[done:]
         flags[:] = flagged
+    if isinstance(ctx, GeminiContext):
+        ctx.listed = None  # the pending positions moved
 
 
 def made_like(ctx: Context, content: Any, made: dict[str, Any]) -> dict[str, Any]:
@@ -110,8 +125,17 @@ def declared_tools(tools: Any) -> list[dict[str, Any]]:
 
 def _after_same_role(contents: list[Any], role: str) -> list[int]:
     """The positions of the contents of ``role`` (``user`` when absent) that follow one of it."""
-    of_role = [type(content) is dict and content.get("role", USER) == role for content in contents]
-    return list(compress(count(1), map(and_, of_role, islice(of_role, 1, None))))
+    try:  # read and compared in C, a byte per content: each rule that merges runs asks it of every content
+        of_role = bytes(map(eq, map(dict.get, contents, repeat("role"), repeat(USER)), repeat(role)))
+    except TypeError:  # something that is not a content among them (never of role ``role``)
+        of_role = bytes(type(content) is dict and content.get("role", USER) == role for content in contents)
+    positions: list[int] = []
+    at = of_role.find(b"\1\1")
+    while at != -1:  # a run of three holds two pairs: the next search starts at the second content of this one
+        at += 1
+        positions.append(at)
+        at = of_role.find(b"\1\1", at)
+    return positions
 
 
 def merge_runs(ctx: Context, rule: Rule, alike: Callable[[Any], bool], what: str, role: str) -> None:

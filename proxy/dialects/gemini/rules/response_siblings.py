@@ -19,7 +19,7 @@ Good:
 
 from typing import Any
 
-from proxy.dialects.gemini.parts import USER, function_response
+from proxy.dialects.gemini.parts import USER, function_response, is_response_content
 from proxy.dialects.gemini.rules.edit import split_off
 from proxy.repair.context import Context
 from proxy.repair.rule import Rule
@@ -31,8 +31,8 @@ def _mixed(content: Any) -> bool:
     """A user content with both response parts and other parts."""
     if type(content) is not dict or content.get("role", USER) != USER or type(parts := content.get("parts")) is not list:
         return False
-    responses = sum(1 for part in parts if function_response(part) is not None)
-    return 0 < responses < len(parts)
+    # Most user contents the view wrote hold responses only: ``is_response_content`` tells them without a call per part.
+    return not is_response_content(content) and any(function_response(part) is not None for part in parts)
 
 
 def apply(ctx: Context) -> None:
