@@ -111,7 +111,9 @@ class Pairing:
         # Written out with locals (and ``call_id``, ``result_id``, ``is_call_turn`` inlined): this walks every message.
         # tests/unit/repair/test_history.py holds it to what those say.
         turns, results, declares = self.turns, self.results, self.declares
-        repeated = tools = False
+        add_turn, add_result = turns.append, results.append
+        tools = False
+        declared = 0  # how many ids the call turns declare: more than ``declares`` holds when some id is repeated
         block = -1  # the call turn whose block the walk is in
         ids: list[str] = []  # the ids it declares
         for position, message in enumerate(messages):
@@ -119,20 +121,21 @@ class Pairing:
             if role == "tool":
                 tools = True
                 if type(rid := message.get("tool_call_id")) is str and rid:
-                    results.append((position, rid, block))
+                    add_result((position, rid, block))
                 continue
             if block >= 0:
-                turns.append((block, position, ids))
-            block = -1
+                add_turn((block, position, ids))
+                block = -1
             if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
                 block, ids = position, []
                 for call in calls:
                     if type(call) is dict and type(cid := call.get("id")) is str and cid:
                         ids.append(cid)
-                        repeated = repeated or cid in declares
                         declares[cid] = position
+                declared += len(ids)
         if block >= 0:
-            turns.append((block, len(messages), ids))
+            add_turn((block, len(messages), ids))
+        repeated = declared > len(declares)
         self.repeated, self.tools = repeated, tools
 
 
