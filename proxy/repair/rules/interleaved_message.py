@@ -31,11 +31,16 @@ RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-
 def apply(ctx: Context) -> None:
     if not ctx.profile.adjacent_results:
         return  # the provider takes other items between a call and its results (OpenAI's Responses API)
+    pairing = ctx.pairing()
+    # Every tool message a result with an id, and as many of them as stand in the blocks of the call turns: each stands
+    # in a block (a result after some other message would stand in none), so nothing is interleaved.
+    if not pairing.idless and sum(end - position - 1 for position, end, _ in pairing.turns) == len(pairing.results):
+        return
     messages = ctx.messages
     count = len(messages)
     # Moving messages within a turn's reach (up to the next assistant message) moves no call turn: each stays where the
     # pairing found it.
-    for position, _, declared in ctx.pairing().turns:
+    for position, _, declared in pairing.turns:
         # The turn's reach: its block of tool messages first, then the rest. Only a result of the turn after the first
         # message of the rest needs ``_gather_results``.
         reach = position + 1
