@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proxy.repair.cancel import Cancel
-from proxy.repair.findings import CallSource, Finding, Policy, Rule, bounded
+from proxy.repair.findings import DETAIL_CHARS, CallSource, Finding, Policy, Rule, bounded
 from proxy.repair.history import Message, Pairing
 from proxy.repair.profile import Profile
 from proxy.turns import Turn
@@ -66,7 +66,11 @@ class Context:
         """Note a finding (its detail ``bounded``); a rule that put tool calls back into the history says how many
         and whence (``put_back``: their source and count)."""
         source, calls = put_back if put_back is not None else (None, 0)
-        self.findings.append(Finding(rule.code, rule.name, self.index_of(message, position), action, bounded(detail), source, calls))
+        # ``index_of`` and ``bounded``, inlined: a repair of a long history reports hundreds of findings.
+        index = self.origin.get(id(message), position)
+        if len(detail) > DETAIL_CHARS:
+            detail = bounded(detail)
+        self.findings.append(Finding(rule.code, rule.name, index, action, detail, source, calls))
 
     def reject(self, rule: Rule, message: Any, detail: str, position: int = 0) -> None:
         self.report(rule, message, "rejected", detail, position)

@@ -95,7 +95,7 @@ class Pairing:
     whole history, so that rules that follow one another without changing it do not each walk it again
     (``Context.pairing``). Positions are indices into the list as it was walked."""
 
-    __slots__ = ("declares", "repeated", "results", "tools", "turns")
+    __slots__ = ("declares", "idless", "repeated", "results", "tools", "turns")
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
         #: Every call turn (``is_call_turn``): its position, the end of the block of tool messages after it
@@ -108,10 +108,13 @@ class Pairing:
         self.declares: dict[str, int] = {}
         self.repeated = False  # whether some id is declared twice
         self.tools = False  # whether there is any tool message (``is_tool``)
+        self.idless = False  # whether some tool message has no id (``result_id``), and so no place in ``results``
         # Written out with locals (and ``call_id``, ``result_id``, ``is_call_turn`` inlined): this walks every message.
         # tests/unit/repair/test_history.py holds it to what those say.
         turns, results, declares = self.turns, self.results, self.declares
-        repeated = tools = False
+        add_turn, add_result = turns.append, results.append
+        tools = idless = False
+        declared = 0  # how many ids the call turns declare: more than ``declares`` holds when some id is repeated
         block = -1  # the call turn whose block the walk is in
         ids: list[str] = []  # the ids it declares
         for position, message in enumerate(messages):
@@ -119,21 +122,24 @@ class Pairing:
             if role == "tool":
                 tools = True
                 if type(rid := message.get("tool_call_id")) is str and rid:
-                    results.append((position, rid, block))
+                    add_result((position, rid, block))
+                else:
+                    idless = True
                 continue
             if block >= 0:
-                turns.append((block, position, ids))
-            block = -1
+                add_turn((block, position, ids))
+                block = -1
             if role == "assistant" and type(calls := message.get("tool_calls")) is list and calls:
                 block, ids = position, []
                 for call in calls:
                     if type(call) is dict and type(cid := call.get("id")) is str and cid:
                         ids.append(cid)
-                        repeated = repeated or cid in declares
                         declares[cid] = position
+                declared += len(ids)
         if block >= 0:
-            turns.append((block, len(messages), ids))
-        self.repeated, self.tools = repeated, tools
+            add_turn((block, len(messages), ids))
+        repeated = declared > len(declares)
+        self.repeated, self.tools, self.idless = repeated, tools, idless
 
 
 def each_call(messages: list[Message]) -> Iterator[tuple[int, Message, int, dict[str, Any]]]:

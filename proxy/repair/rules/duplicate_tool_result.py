@@ -29,15 +29,16 @@ RULE = Rule("TM108", "duplicate-tool-result", ("S5", "MI-3", "KI-3", "AM-5"))
 
 def apply(ctx: Context) -> None:
     messages = ctx.messages
+    results = ctx.pairing().results
+    if len({read for _, read, _ in results}) == len(results):
+        return  # no id answered twice: told by one set, as most histories are
     first: dict[str, Message] = {}
-    # The results before the first repeated one, each the first of its id; the rule's work starts there.
-    for at, read, _ in ctx.pairing().results:
+    start = 0  # where the first repeated result stands (there is one): the rule's work starts there
+    for at, read, _ in results:  # the results before it, each the first of its id
         if read in first:
             start = at
             break
         first[read] = messages[at]
-    else:
-        return
     # The history is copied without the repeated results, not edited by ``del``: each deletion would move every later
     # message, and a long run of repeated results became quadratic.
     kept = messages[:start]

@@ -22,7 +22,7 @@ Good:
 
 from proxy.repair.context import Context
 from proxy.repair.findings import listed
-from proxy.repair.history import declared_ids
+from proxy.repair.history import Message, declared_ids
 from proxy.repair.rule import Rule
 
 RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-1", "RS-17", "AM-2"))
@@ -31,30 +31,37 @@ RULE = Rule("TM103", "interleaved-message", ("S1", "OAI-2", "AZ-1", "QW-5", "MM-
 def apply(ctx: Context) -> None:
     if not ctx.profile.adjacent_results:
         return  # the provider takes other items between a call and its results (OpenAI's Responses API)
+    pairing = ctx.pairing()
     messages = ctx.messages
     count = len(messages)
     # Moving messages within a turn's reach (up to the next assistant message) moves no call turn: each stays where the
     # pairing found it.
-    for position, _, declared in ctx.pairing().turns:
+    for position, end, declared in pairing.turns:
         # The turn's reach: its block of tool messages first, then the rest. Only a result of the turn after the first
-        # message of the rest needs ``_gather_results``.
-        reach = position + 1
-        odd = False
-        while reach < count and (role := messages[reach].get("role")) == "tool":
-            if type(messages[reach].get("tool_call_id")) is not str:
-                odd = True
-                break
-            reach += 1
-        if odd:  # an id that is no string (TM106 leaves none): the full scan, which tests every id against the turn's
+        # message of the rest needs ``_gather_results``. Where every tool message is a result with an id (a string), the
+        # block ends where the pairing found it; else it is walked for an id that is no string.
+        reach = _block_end(messages, position) if pairing.idless else end
+        if reach < 0:  # an id that is no string (TM106 leaves none): the full scan, which tests every id against the turn's
             _gather_results(ctx, position)
             continue
-        if reach < count and role != "assistant":
+        if reach < count and messages[reach].get("role") != "assistant":
             ids = set(declared)
             while reach < count and (role := messages[reach].get("role")) != "assistant":
                 if role == "tool" and messages[reach].get("tool_call_id") in ids:
                     _gather_results(ctx, position)
                     break
                 reach += 1
+
+
+def _block_end(messages: list[Message], turn: int) -> int:
+    """Where the block of tool messages after the call turn at ``turn`` ends, or -1 if one of them has an id that is no
+    string."""
+    reach = turn + 1
+    while reach < len(messages) and messages[reach].get("role") == "tool":
+        if type(messages[reach].get("tool_call_id")) is not str:
+            return -1
+        reach += 1
+    return reach
 
 
 def _gather_results(ctx: Context, turn: int) -> None:

@@ -48,9 +48,8 @@ def apply(ctx: Context) -> None:
     orphans = [(at, messages[at], rid) for at, rid, _ in pairing.results if rid not in declares]
     if not orphans:
         return
-    holders = {cid: messages[at] for cid, at in declares.items()}  # the latest call turn declaring each id
     recalled = ctx.recalled
-    kept = _Holders(holders, messages)
+    kept = _Holders(declares, messages)
     synthesized: set[int] = set()  # identity of assistant messages this pass made up
     declared: set[str] = set()  # ids this pass declared: a repeated result joins its call's block later (TM102, TM108)
     turn_ids: dict[int, set[str]] = {}  # identity of a remembered turn -> the ids of its calls, read once per turn
@@ -60,10 +59,9 @@ def apply(ctx: Context) -> None:
         history.extend(messages, done, at)  # the messages between two orphans, as they are
         done = at + 1
         position = len(history.messages)
-        turn = recalled.get(rid)
         if rid in declared:
             pass
-        elif turn is not None and rid in _calls_of(turn, turn_ids):
+        elif (turn := recalled.get(rid)) is not None and rid in _calls_of(turn, turn_ids):
             ids = call_ids(turn)
             declared.update(ids)
             _restore(ctx, history, message, turn, ids, kept)
@@ -149,7 +147,7 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_o
         for part in parts:  # each call is declared once (S4): the other parts keep only calls of their own
             kept.put_first(part, [], turn_ids)
         gathered = f", gathered from {len(holding)} assistant messages" if parts else ""
-        missing = sum(1 for call in calls if call_id(call) not in kept.by_id)  # the client kept the others
+        missing = sum(1 for call in calls if call_id(call) not in kept.declares)  # the client kept the others
         ctx.report(RULE, orphan, "restored", f"missing calls of turn ({ids}) restored from memory{gathered}", position,
                    ("recalled", missing))
         return
@@ -171,26 +169,22 @@ class _Holders:
     quadratic. Here each message's calls are counted by id and the edits kept in order, and its list is written once,
     at the end (``write``). A message left without calls loses its ``tool_calls`` at once, as later restores look."""
 
-    def __init__(self, holders: dict[str, Message], messages: list[Message]) -> None:
-        self.by_id = holders  # call id -> the latest message that declares it, as sent
+    def __init__(self, declares: dict[str, int], messages: list[Message]) -> None:
+        #: Call id -> the position in ``messages`` (the history as it came) of the latest message that declares it.
+        self.declares = declares
         self.restored: set[str] = set()  # first call id of every remembered turn already put back
         self._messages = messages
-        self._order: dict[int, int] = {}  # identity -> index in the history as it came (filled when first needed)
         self._edited: dict[int, _Edited] = {}
 
     def holding(self, turn_ids: set[str]) -> list[Message]:
         """The messages that still declare some of ``turn_ids`` as their latest declaration, in history order."""
-        holding: dict[int, Message] = {}
+        held: set[int] = set()  # the position of each such message in the history as it came
+        messages = self._messages
         for cid in turn_ids:
-            m = self.by_id.get(cid)
-            if m is not None and id(m) not in holding and self._state(m).declared[cid] > 0:
-                holding[id(m)] = m
-        found = list(holding.values())
-        if len(found) > 1:  # in the order they stand in the history
-            if not self._order:
-                self._order.update({id(m): index for index, m in enumerate(self._messages)})
-            found.sort(key=lambda m: self._order[id(m)])
-        return found
+            at = self.declares.get(cid)
+            if at is not None and at not in held and self._state(messages[at]).declared[cid] > 0:
+                held.add(at)
+        return [messages[at] for at in sorted(held)]
 
     def copies(self, holding: list[Message], turn_ids: set[str]) -> dict[str | None, dict[str, Any]]:
         """The client's own copy of each of ``turn_ids`` these messages declare (the last one, in history order)."""

@@ -39,9 +39,11 @@ def apply(ctx: Context) -> None:
     # without one answers none).
     answered = {(block, rid) for _, rid, block in pairing.results if block >= 0}
     for turn, end, declared in pairing.turns:
-        m = messages[turn]
-        missing = [cid for cid in declared if (turn, cid) not in answered and later.get(cid, -1) <= turn]
+        missing = [cid for cid in declared if (turn, cid) not in answered]
+        if missing and later:  # filled only where a later result counts: the others skip a look-up per call
+            missing = [cid for cid in missing if later.get(cid, -1) <= turn]
         if missing:
+            m = messages[turn]
             out += messages[copied:end]
             copied = end
             at = len(out) - (end - turn)  # where the turn stands in the repaired history

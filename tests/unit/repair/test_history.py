@@ -27,11 +27,12 @@ def spelled_out(messages: list[Any]) -> tuple[Any, ...]:
     results = [(at, rid, blocks.get(at, -1)) for at, m in enumerate(messages) if is_tool(m) and (rid := result_id(m)) is not None]
     declared = [(cid, at) for at, m in enumerate(messages) if is_assistant(m) for cid in declared_ids(m)]
     repeated = len({cid for cid, _ in declared}) != len(declared)
-    return turns, results, dict(declared), repeated, any(is_tool(m) for m in messages)
+    idless = any(is_tool(m) and result_id(m) is None for m in messages)
+    return turns, results, dict(declared), repeated, any(is_tool(m) for m in messages), idless
 
 
 @settings(max_examples=examples(400), deadline=None)
 @given(st.lists(MESSAGES, max_size=12))
 def test_a_pairing_says_what_the_vocabulary_says(messages: list[Any]) -> None:
     pairing = Pairing(messages)
-    assert (pairing.turns, pairing.results, pairing.declares, pairing.repeated, pairing.tools) == spelled_out(messages)
+    assert (pairing.turns, pairing.results, pairing.declares, pairing.repeated, pairing.tools, pairing.idless) == spelled_out(messages)

@@ -33,8 +33,7 @@ def apply(ctx: Context) -> None:
     response part gets its call's name under ``name`` (the view writes it into a copy of the part); one the rules made
     up gets its call's name as the call has it (the view writes it into the response it makes; no finding: the rule
     that made it up reported it)."""
-    names: dict[str, str] = {}  # each call's name, where it is a non-empty string
-    as_called: dict[str, Any] = {}  # each call's name as the call has it
+    as_called: dict[str, Any] = {}  # each call's name as the latest call of its id has it
     read: list[tuple[int, Message, dict[str, Any]]] = []  # the tool entries read from a response part
     made: list[Message] = []  # the tool entries the rules made up
     for position, entry in enumerate(ctx.messages):  # one pass: every call's name, and the responses to judge after
@@ -43,20 +42,39 @@ def apply(ctx: Context) -> None:
             calls = entry.get("tool_calls")
             for call in calls if type(calls) is list else ():
                 if type(call) is dict:
-                    name = as_called[call["id"]] = call["function"].get("name")
-                    if type(name) is str and name:
-                        names[call["id"]] = name
+                    as_called[call["id"]] = call["function"].get("name")
         elif role == "tool":
             if (native := entry.get(NATIVE)) is not None:
                 read.append((position, entry, native))
             else:
                 made.append(entry)
+    named: dict[str, str] | None = None  # each call's latest name that is a non-empty string, made when first needed
     for position, entry, native in read:
-        called = names.get(entry.get("tool_call_id"))  # type: ignore[arg-type]
+        called = as_called.get(key := entry.get("tool_call_id"))  # type: ignore[arg-type]
+        if type(called) is not str or not called:  # rare: no call, or the latest of its id has no name
+            if key not in as_called:
+                continue
+            if named is None:
+                named = _named(ctx.messages)
+            called = named.get(key)
+            if called is None:
+                continue
         sent = native[RESPONSE].get("name")
-        if called is not None and sent != called:
+        if sent != called:
             entry["name"] = called
             ctx.report(RULE, entry, "renamed", f"response name {shown(sent) if type(sent) is str else type(sent).__name__!r} -> {shown(called)!r}",
                        position)
     for entry in made:
         entry["name"] = as_called.get(entry.get("tool_call_id"))  # type: ignore[arg-type]
+
+
+def _named(entries: list[Message]) -> dict[str, str]:
+    """Each call's latest name that is a non-empty string, by the call's id (a response takes its call's name, unless
+    the latest call of its id has none)."""
+    names: dict[str, str] = {}
+    for entry in entries:
+        calls = entry.get("tool_calls") if entry.get("role") == "assistant" else None
+        for call in calls if type(calls) is list else ():
+            if type(call) is dict and type(name := call["function"].get("name")) is str and name:
+                names[call["id"]] = name
+    return names
