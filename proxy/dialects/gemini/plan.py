@@ -12,7 +12,9 @@ goes through the ``retry`` phase (TM612) to be sent once more; its findings name
 
 The Gemini rules that edit one content at a time visit only the pending contents (``rules/edit.py``): all but the
 client's own that the check did not mark, so a long history whose repair touches a few hundred contents is not
-walked once per rule.
+walked once per rule. For the same reason the view leaves out the runs of contents no structural rule would touch
+(``view.inert_runs``): call contents the check found answered exactly, whose calls nothing else names, and contents of
+neither calls nor responses.
 
 ``recall`` holds what the repair may need from memory: the ids of orphan responses' calls and, for Gemini 3, the
 keys (``keys.call_key``) of the current turn's calls that came without their thought signature.
@@ -43,7 +45,7 @@ class GeminiPlan:
     recall: list[str]
     target: GeminiTarget = DEVELOPER
     #: The positions of the client's contents the check found a rule that edits one content at a time may change
-    #: (None: not known, so those rules walk every content).
+    #: (None: not known, so those rules walk every content, and the view reads every content).
     marked: frozenset[int] | None = None
     #: The call contents the contents after them answer exactly (by position: the call content's, and the last
     #: answering one's), and the ids of every other response (``check.Inspection``): what the view may leave out
