@@ -61,6 +61,13 @@ class Context:
     def index_of(self, message: Any, fallback: int = 0) -> int:
         return self.origin.get(id(message), fallback)
 
+    def made_for(self, message: Any, made: Message) -> Message:
+        """``made``, a message a rule made to stand for ``message`` (a turn restored before its result): findings on
+        it name ``message``'s position, not where it stands in a list the rules are changing."""
+        self.origin[id(made)] = self.index_of(message)
+        self._alive.append(made)
+        return made
+
     def report(self, rule: Rule, message: Any, action: str, detail: str, position: int = 0,
                put_back: tuple[CallSource, int] | None = None) -> None:
         """Note a finding (its detail ``bounded``); a rule that put tool calls back into the history says how many

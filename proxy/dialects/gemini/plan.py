@@ -29,7 +29,7 @@ from proxy.dialects.gemini.parts import CALL, function_call, id_of
 from proxy.dialects.gemini.rules import PIPELINE
 from proxy.dialects.gemini.rules.edit import gemini_context
 from proxy.dialects.gemini.target import DEVELOPER, GeminiTarget
-from proxy.dialects.gemini.view import inert_runs, read, view_turn, write
+from proxy.dialects.gemini.view import inert_runs, is_view_id, read, view_turn, write
 from proxy.dialects.refusal import EVERY, Leaving, Refusing
 from proxy.repair.cancel import Cancel
 from proxy.repair.context import Recalled
@@ -82,9 +82,12 @@ class GeminiPlan:
         """Each call content the contents after it answer exactly, by the identity of its first call part -> the parts
         lists of those contents (by identity: a content the rules over contents copied with other parts is not the one
         the check judged), where no other response nor remembered turn names one of its calls (a restored turn would
-        take it)."""
+        take it). None of them when a remembered id is shaped like the view's own for a call without one (it may meet it)."""
         contents = self.body["contents"]
-        named = self.loose.union(*(turn.get("ids", ()) for turn in recalled.values())) if recalled else self.loose
+        remembered: set[str] = set().union(*(turn.get("ids", ()) for turn in recalled.values()))
+        if any(map(is_view_id, remembered)):
+            return {}
+        named = self.loose | remembered
         sealed: dict[int, tuple[list[Any], ...]] = {}
         for start, end in self.exact:
             calls = [part for part in contents[start]["parts"] if function_call(part) is not None]

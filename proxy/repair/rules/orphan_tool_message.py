@@ -157,7 +157,7 @@ def _restore(ctx: Context, history: _Rebuilt, orphan: Message, turn: Turn, ids_o
         ctx.report(RULE, orphan, "attached", f"remembered tool_calls ({ids}) attached to the preceding assistant message", position,
                    ("recalled", len(calls)))
         return
-    history.append({"role": "assistant", "content": turn.get("content"), "tool_calls": calls})
+    history.append(ctx.made_for(orphan, {"role": "assistant", "content": turn.get("content"), "tool_calls": calls}))
     ctx.report(RULE, orphan, "inserted", f"assistant tool_calls ({ids}) re-inserted from memory", position, ("recalled", len(calls)))
 
 
@@ -270,7 +270,7 @@ def _synthesize(ctx: Context, history: _Rebuilt, orphan: Message, synthesized: s
         ctx.report(RULE, orphan, "synthesized", detail + ", attached to the preceding assistant message", position,
                    ("synthesized", 1))
         return
-    assistant = {"role": "assistant", "content": None, "tool_calls": [call]}
+    assistant = ctx.made_for(orphan, {"role": "assistant", "content": None, "tool_calls": [call]})
     synthesized.add(id(assistant))
     history.append(assistant)
     ctx.report(RULE, orphan, "synthesized", detail, position, ("synthesized", 1))

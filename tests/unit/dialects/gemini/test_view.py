@@ -168,3 +168,26 @@ def test_a_call_content_whose_call_the_rules_over_contents_replace_is_read(at: i
     contents = [Q, calls, answers, DONE]
     same_repair(planned(contents), (remembered("n0", "n1"),))
     assert contents[0] in left_out and not holding(left_out, response)
+
+
+def test_a_finding_on_a_turn_restored_after_a_left_out_run_names_the_response_it_was_restored_for(left_out: list[Any]) -> None:
+    # Memory restores the turn of "x" with "y", which nothing answers: TM104's finding is on the restored turn, which
+    # stands for the response at 3 (found by fuzzing: it named the turn's place in the view, one less with Q left out).
+    contents = [Q, DONE, {"role": "user", "parts": [{"text": "Again."}]}, orphan("x")]
+    found = planned(contents)
+    same_repair(found, (remembered("x", "y"),))
+    assert left_out == [Q]
+    placeholder = next(finding for finding in found.repair({"x": remembered("x", "y")}, DEFAULT_POLICY).findings if finding.code == "TM104")
+    assert placeholder.index == 3
+
+
+def test_nothing_is_left_out_when_a_remembered_id_is_shaped_like_a_view_id(left_out: list[Any]) -> None:
+    # The client's call without an id at contents[0].parts[0] is known in the view as "toolmend:contents[0].parts[0]";
+    # read, the restored turn's call of that id meets it (found by fuzzing).
+    contents = [*step(None), DONE, orphan("x")]
+    found = planned(contents)
+    same_repair(found, (remembered("x", "toolmend:contents[0].parts[0]"),))
+    assert contents[0] not in left_out
+    left_out.clear()
+    same_repair(found)
+    assert contents[0] in left_out  # with nothing remembered
