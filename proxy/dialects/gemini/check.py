@@ -42,7 +42,8 @@ class Inspection:
     #: The same answered by the contents after them together, each the next calls' responses (TM601 merges them): the
     #: call content's position and the last one's.
     spread: list[tuple[int, int]] = field(default_factory=list)
-    #: When broken, the ids of the responses that answer none of these. None of these when a call id is declared twice.
+    #: When broken, the ids of the responses that answer none of these. ``exact`` and ``spread`` stay empty when a call
+    #: id is declared twice, or an id is shaped like the view's own (``view.is_view_id``).
     loose: set[str] = field(default_factory=set)
 
 
